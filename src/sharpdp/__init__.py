@@ -1,0 +1,77 @@
+"""sharpdp: differential privacy where every privacy number is a valid bound, and the sharpest known.
+
+Quick start::
+
+    >>> import sharpdp as sdp
+    >>> sdp.PureDP(1.0).renyi(1.0)            # KL of ε-DP: ε·tanh(ε/2)
+    0.46211715726000974
+    >>> round(sdp.ZCDP(0.1).epsilon(1e-5), 5)  # CKS20, not BS16's 2.24597
+    1.91424
+    >>> round(sdp.Gaussian(sigma=1.0).epsilon(1e-5), 6)  # exact (Balle–Wang)
+    4.377178
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sharpdp.conversions import convert
+from sharpdp.errors import (
+    BudgetExceeded,
+    InvalidParameter,
+    LedgerError,
+    NoExplicitBound,
+    NotImplied,
+    NumericalError,
+    SharpDPError,
+)
+from sharpdp.guarantees import (
+    GDP,
+    MCDP,
+    RDP,
+    ApproxDP,
+    ApproxZCDP,
+    BoundedRange,
+    Guarantee,
+    PureDP,
+    ZCDP,
+)
+from sharpdp.mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GDP",
+    "MCDP",
+    "RDP",
+    "ApproxDP",
+    "ApproxZCDP",
+    "BoundedRange",
+    "BudgetExceeded",
+    "Gaussian",
+    "Guarantee",
+    "InvalidParameter",
+    "Laplace",
+    "LedgerError",
+    "Mechanism",
+    "NoExplicitBound",
+    "NotImplied",
+    "NumericalError",
+    "PureDP",
+    "RandomizedResponse",
+    "SharpDPError",
+    "ZCDP",
+    "__version__",
+    "convert",
+]
+
+_LAZY_SUBMODULES = {"audit", "conversions"}
+
+
+def __getattr__(name: str) -> Any:
+    # Heavy or optional layers load on first use, keeping `import sharpdp` fast.
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"sharpdp.{name}")
+    raise AttributeError(f"module 'sharpdp' has no attribute {name!r}")

@@ -1,0 +1,245 @@
+"""Closed forms for the worst-case pairs of the basic guarantees and mechanisms.
+
+Scalar kernels (floats in, floats out) used by the guarantee types, the conversions and the
+mechanisms. Each function states its source and that it is exact (both directions of error are
+bugs) up to floating-point rounding of a few ulps; tests check them against direct enumeration and
+quadrature. Conventions (``docs/conventions.md``): natural logs, ε ≥ 0 for profiles, the privacy
+loss Z = log(P/Q)(Y) with Y ~ P, δ(ε) = E_P[(1 − e^{ε−Z})_+], D_α the Rényi divergence.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sharpdp import _math
+
+__all__ = [
+    "br_delta",
+    "br_epsilon",
+    "br_renyi",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_log_delta",
+    "laplace_delta",
+    "laplace_epsilon",
+    "laplace_renyi",
+    "rr_delta",
+    "rr_epsilon",
+    "rr_renyi",
+]
+
+_SQRT2 = math.sqrt(2.0)
+
+
+# --- randomized response (pure ε-DP worst case) ---------------------------------------------------
+
+
+def rr_renyi(epsilon: float, alpha: float, categories: int = 2) -> float:
+    """D_α between the output laws of k-ary randomized response on two different inputs.
+
+    k-RR reports the true category with probability e^ε/(e^ε + k − 1), each other one with
+    1/(e^ε + k − 1). The losses are ε (true value), −ε (the other input's value) and 0 (the k − 2
+    remaining categories). For k = 2 this is the tight RDP curve of every ε-DP mechanism
+    [Steinke 2024, "Tight RDP & zCDP bounds from pure DP", Thm 4; equal to BS16 Prop 3.3's bound].
+    """
+    if epsilon == 0.0:
+        return 0.0
+    if math.isinf(epsilon):
+        return math.inf
+    if alpha == math.inf:
+        return epsilon
+    e = math.exp(-epsilon)
+    norm = 1.0 + (categories - 1) * e
+    p = [1.0 / norm, e / norm]
+    z = [epsilon, -epsilon]
+    if categories > 2:
+        p.append((categories - 2) * e / norm)
+        z.append(0.0)
+    return _math.renyi_of_finite_pair(p, z, alpha)
+
+
+def rr_delta(epsilon0: float, epsilon: float, categories: int = 2) -> float:
+    """Exact privacy profile δ(ε), ε ≥ 0, of k-ary randomized response with parameter ε0.
+
+    δ(ε) = (e^{ε0} − e^ε)_+ / (e^{ε0} + k − 1)  [FORMULAS §7, hockey-stick divergence of the pair].
+    For k = 2 it is the tight profile of every ε0-DP mechanism (Kairouz–Oh–Viswanath 2015).
+    """
+    if epsilon >= epsilon0:
+        return 0.0
+    if math.isinf(epsilon0):
+        return 1.0
+    return -math.expm1(epsilon - epsilon0) / (1.0 + (categories - 1) * math.exp(-epsilon0))
+
+
+def rr_epsilon(epsilon0: float, delta: float, categories: int = 2) -> float:
+    """Inverse of :func:`rr_delta`: the smallest ε ≥ 0 with δ(ε) ≤ delta (exact)."""
+    if math.isinf(epsilon0):
+        return math.inf if delta < 1.0 else 0.0
+    scale = 1.0 + (categories - 1) * math.exp(-epsilon0)
+    x = delta * scale
+    if x >= -math.expm1(-epsilon0):
+        return 0.0
+    return max(0.0, epsilon0 + math.log1p(-x))
+
+
+# --- Laplace ---------------------------------------------------------------------------------------
+
+
+def laplace_delta(epsilon0: float, epsilon: float) -> float:
+    """Exact profile of the Laplace mechanism with ε0 = Δ/b: δ(ε) = 1 − e^{(ε−ε0)/2} on [0, ε0].
+
+    Derived from the hockey-stick integral of Lap(0, b) against Lap(Δ, b) [FORMULAS §6].
+    """
+    if epsilon >= epsilon0:
+        return 0.0
+    return -math.expm1(0.5 * (epsilon - epsilon0))
+
+
+def laplace_epsilon(epsilon0: float, delta: float) -> float:
+    """Inverse of :func:`laplace_delta`: ε(δ) = max(0, ε0 + 2 log(1 − δ)) (exact)."""
+    return max(0.0, epsilon0 + 2.0 * math.log1p(-delta))
+
+
+def laplace_renyi(epsilon0: float, alpha: float) -> float:
+    """Rényi divergence of the Laplace mechanism [Mironov 2017, Prop 6], with ε0 = Δ/b.
+
+    D_α = (α−1)^{-1} log(α/(2α−1)·e^{(α−1)ε0} + (α−1)/(2α−1)·e^{−αε0}), evaluated as
+    ε0 + log1p((α−1)·expm1(−(2α−1)ε0)/(2α−1))/(α−1), which is stable as α → 1 (where it tends to
+    KL = ε0 + e^{−ε0} − 1) and as α → ∞ (where it tends to ε0).
+    """
+    if epsilon0 == 0.0:
+        return 0.0
+    if alpha == math.inf:
+        return epsilon0
+    if alpha == 1.0:
+        return epsilon0 + math.expm1(-epsilon0)
+    lam = alpha - 1.0
+    two_a = 2.0 * alpha - 1.0
+    return epsilon0 + math.log1p(lam * math.expm1(-two_a * epsilon0) / two_a) / lam
+
+
+# --- Gaussian / GDP ------------------------------------------------------------------------------
+
+
+def gaussian_log_delta(mu: float, epsilon: float) -> float:
+    """log δ(ε) of μ-GDP, i.e. of N(0,1) vs N(μ,1) [Balle–Wang 2018 Thm 8; Dong–Roth–Su Cor 2.13].
+
+    δ(ε) = Φ(a) − e^ε Φ(a − μ), a = μ/2 − ε/μ. In the tail (a ≤ 0) it uses the exact identity
+    δ = ½ e^{−a²/2} (erfcx(−a/√2) − erfcx(−(a−μ)/√2)), which avoids the cancellation of the two
+    tiny terms (e^{ε − (a−μ)²/2} = e^{−a²/2}).
+    """
+    if mu == 0.0 or epsilon == math.inf:
+        return -math.inf
+    if mu == math.inf:
+        return 0.0
+    a = 0.5 * mu - epsilon / mu
+    b = a - mu
+    if a > 0.0:
+        return _math.log_sub_exp(_math.log_ndtr(a), epsilon + _math.log_ndtr(b))
+    diff = _math.erfcx(-a / _SQRT2) - _math.erfcx(-b / _SQRT2)
+    if diff <= 0.0:
+        # erfcx is strictly decreasing; a non-positive difference is pure rounding. Bound it above
+        # by the derivative: erfcx(x1) − erfcx(x2) ≤ (x2 − x1)·|erfcx'(x1)| ≤ (x2 − x1)·2/√π.
+        diff = (mu / _SQRT2) * 2.0 / math.sqrt(math.pi)
+    return -0.5 * a * a + math.log(0.5 * diff)
+
+
+def gaussian_delta(mu: float, epsilon: float) -> float:
+    """δ(ε) of μ-GDP (exact; see :func:`gaussian_log_delta`)."""
+    return min(1.0, _math.exp_up(gaussian_log_delta(mu, epsilon)))
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """Smallest ε ≥ 0 with δ_μ(ε) ≤ delta, by certified bisection on the exact profile.
+
+    The returned ε is one at which δ(ε) ≤ delta was checked, so it errs upwards (by ≤ 1e-13
+    relative). Bracket: BS16 Lemma 3.5 with ρ = μ²/2 gives δ(μ²/2 + μ√(2 log 1/δ)) ≤ δ.
+    """
+    if mu == 0.0:
+        return 0.0
+    if delta <= 0.0 or mu == math.inf:
+        return math.inf if delta < 1.0 else 0.0
+    log_target = math.log(delta)
+    hi = 0.5 * mu * mu + mu * math.sqrt(2.0 * -log_target)
+    return _math.smallest_valid(
+        lambda e: gaussian_log_delta(mu, e) <= log_target, 0.0, hi, what="Gaussian epsilon(delta)"
+    )
+
+
+# --- bounded range ---------------------------------------------------------------------------------
+
+
+def _grr_pair(eta: float, t: float) -> tuple[list[float], list[float]]:
+    """P's weights and losses for the two-point pair GRR_t of η-BR (losses t and t − η).
+
+    Q(A) = (e^{−t} − e^{−η})/(1 − e^{−η}), P(A) = e^t Q(A) = (1 − e^{t−η})/(1 − e^{−η}).
+    """
+    denom = -math.expm1(-eta)
+    p_a = -math.expm1(t - eta) / denom
+    p_b = math.exp(-eta) * math.expm1(t) / denom
+    weights, losses = [], []
+    if p_a > 0.0:
+        weights.append(p_a)
+        losses.append(t)
+    if p_b > 0.0:
+        weights.append(p_b)
+        losses.append(t - eta)
+    return weights, losses
+
+
+def br_renyi(eta: float, alpha: float) -> float:
+    """Exact RDP curve of η-bounded-range mechanisms: sup over t ∈ [0, η] of D_α(GRR_t).
+
+    Any pair whose privacy loss lies in [t − η, t] has E_Q[(P/Q)^α] no larger than the two-point
+    pair with losses at the interval's ends and the same mean E_Q[P/Q] = 1 (x ↦ x^α is convex; the
+    rounding argument of Steinke's Thm 4, used for bounded range by Rogers–Steinke 2021 and
+    Dong–Durfee–Rogers 2020). With u = e^t, c = e^{−η}:
+
+        E_Q[(P/Q)^α] = (u^{α−1}(1 − c^α) − u^α(c − c^α)) / (1 − c),
+
+    whose derivative in u changes sign once, at u* = (α−1)(1 − c^α)/(α(c − c^α)). So the sup is
+    attained at t* = clip(log u*, 0, η), in closed form; the divergence is then evaluated stably.
+    α = 1 gives the maximal KL divergence, t* = log((e^η − 1)/η).
+    """
+    if eta == 0.0:
+        return 0.0
+    if math.isinf(eta):
+        return math.inf
+    if alpha == math.inf:
+        return eta
+    if alpha == 1.0:
+        t = math.log(math.expm1(eta) / eta)
+    else:
+        # log u* = log(α−1) + log(1 − c^α) − log α − log(c − c^α),  c − c^α = c(1 − c^{α−1}).
+        t = (
+            math.log(alpha - 1.0)
+            + _math.log1mexp(alpha * eta)
+            - math.log(alpha)
+            + eta
+            - _math.log1mexp((alpha - 1.0) * eta)
+        )
+    t = min(max(t, 0.0), eta)
+    weights, losses = _grr_pair(eta, t)
+    return _math.renyi_of_finite_pair(weights, losses, alpha)
+
+
+def br_delta(eta: float, epsilon: float) -> float:
+    """Exact privacy profile of η-BR: δ(ε) = (1 − e^{(ε−η)/2})² / (1 − e^{−η}) for 0 ≤ ε ≤ η.
+
+    The profile of GRR_t is p_t (e^t − e^ε)_+ for ε ≥ 0; maximising over t gives t* = (ε + η)/2
+    (the k = 1 case of Dong–Durfee–Rogers 2020 Thm 3, FORMULAS §3b). Tight: GRR_{t*} attains it.
+    """
+    if epsilon >= eta:
+        return 0.0
+    if math.isinf(eta):
+        return 1.0
+    return math.expm1(0.5 * (epsilon - eta)) ** 2 / -math.expm1(-eta)
+
+
+def br_epsilon(eta: float, delta: float) -> float:
+    """Inverse of :func:`br_delta`: ε(δ) = max(0, η + 2 log(1 − √(δ(1 − e^{−η})))) (exact)."""
+    if math.isinf(eta):
+        return math.inf if delta < 1.0 else 0.0
+    if delta <= 0.0:
+        return eta
+    return max(0.0, eta + 2.0 * math.log1p(-math.sqrt(delta * -math.expm1(-eta))))

@@ -1,0 +1,208 @@
+"""Log-space numerics and certified one-dimensional solvers.
+
+Everything here errs against the user where it matters: solvers that return a privacy parameter
+return the end of their final bracket on which the privacy claim is certified, never a midpoint;
+tiny positive probabilities that underflow are reported as the smallest positive float, not 0.
+
+scipy is imported lazily (inside functions) so that ``import sharpdp`` stays fast.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from sharpdp.errors import NumericalError
+
+__all__ = [
+    "LOG_TINY",
+    "erfcx",
+    "exp_up",
+    "log1mexp",
+    "log_add_exp",
+    "log_ndtr",
+    "log_sub_exp",
+    "minimize_scalar",
+    "ndtri",
+    "renyi_of_finite_pair",
+    "root_of_increasing",
+    "smallest_valid",
+]
+
+#: log of the smallest positive (subnormal) double.
+LOG_TINY = math.log(5e-324)
+
+
+def log1mexp(x: float) -> float:
+    """Return log(1 − e^{−x}) for x ≥ 0, accurately for small and large x (−inf at x = 0)."""
+    if x < 0:
+        raise ValueError(f"log1mexp needs x >= 0, got {x!r}")
+    if x == 0:
+        return -math.inf
+    # Mächler's switch point: log(-expm1(-x)) for small x, log1p(-exp(-x)) for large x.
+    if x <= math.log(2.0):
+        return math.log(-math.expm1(-x))
+    return math.log1p(-math.exp(-x))
+
+
+def log_add_exp(a: float, b: float) -> float:
+    """Return log(e^a + e^b) without overflow."""
+    if a < b:
+        a, b = b, a
+    if b == -math.inf:
+        return a
+    return a + math.log1p(math.exp(b - a))
+
+
+def log_sub_exp(a: float, b: float) -> float:
+    """Return log(e^a − e^b) for a ≥ b (−inf when equal)."""
+    if b > a:
+        raise ValueError(f"log_sub_exp needs a >= b, got a={a!r}, b={b!r}")
+    if b == -math.inf:
+        return a
+    return a + log1mexp(a - b)
+
+
+def exp_up(log_x: float) -> float:
+    """Return e^{log_x}, but never 0 when log_x > −inf (an underflow rounds up to 5e-324).
+
+    Used for δ values: a positive δ that underflows must not be reported as exactly 0.
+    """
+    if log_x == -math.inf:
+        return 0.0
+    if log_x < LOG_TINY:
+        return 5e-324
+    if log_x > 709.0:
+        return math.inf
+    return math.exp(log_x)
+
+
+def log_ndtr(x: float) -> float:
+    """log Φ(x) for the standard normal CDF Φ, accurate far into the lower tail."""
+    from scipy.special import log_ndtr as _log_ndtr
+
+    return float(_log_ndtr(x))
+
+
+def erfcx(x: float) -> float:
+    """The scaled complementary error function e^{x²}·erfc(x)."""
+    from scipy.special import erfcx as _erfcx
+
+    return float(_erfcx(x))
+
+
+def ndtri(p: float) -> float:
+    """Φ^{-1}(p), the standard normal quantile."""
+    from scipy.special import ndtri as _ndtri
+
+    return float(_ndtri(p))
+
+
+def renyi_of_finite_pair(p: Sequence[float], z: Sequence[float], alpha: float) -> float:
+    """Rényi divergence D_α(P‖Q) of a finite pair given by P's weights and the privacy losses.
+
+    Args:
+        p: the probabilities P(y) > 0 of the outcomes (summing to 1).
+        z: the privacy losses Z(y) = log(P(y)/Q(y)), finite.
+        alpha: the order, in [1, inf]; 1 gives KL(P‖Q) = E_P[Z], inf gives max_y Z(y).
+
+    Uses D_α = h(α−1)/(α−1) with h(λ) = log E_P[e^{λZ}] (since E_Q[(P/Q)^α] = E_P[e^{(α−1)Z}]).
+    For small λ·max|Z| it evaluates h as log1p(Σ P·expm1(λZ)), which has no cancellation as α → 1;
+    otherwise as a log-sum-exp, which cannot overflow.
+    """
+    if alpha == math.inf:
+        return max(z)
+    if alpha == 1.0:
+        return math.fsum(pi * zi for pi, zi in zip(p, z, strict=True))
+    lam = alpha - 1.0
+    zmax = max(abs(zi) for zi in z)
+    if lam * zmax <= 0.5:
+        s = math.fsum(pi * math.expm1(lam * zi) for pi, zi in zip(p, z, strict=True))
+        return math.log1p(s) / lam
+    terms = [math.log(pi) + lam * zi for pi, zi in zip(p, z, strict=True)]
+    top = max(terms)
+    h = top + math.log(math.fsum(math.exp(t - top) for t in terms))
+    return h / lam
+
+
+def smallest_valid(
+    is_valid: Callable[[float], bool],
+    lo: float,
+    hi: float,
+    *,
+    rtol: float = 1e-13,
+    atol: float = 1e-300,
+    max_doublings: int = 200,
+    what: str = "root",
+) -> float:
+    """Smallest x in [lo, ∞) with ``is_valid(x)``, for a predicate that is monotone (False…True).
+
+    Bisection keeping the invariant ``is_valid(hi)``: the returned value is always a point where the
+    predicate was *checked* to hold, so it errs towards the valid side (larger x) by at most
+    ``rtol·x + atol``. If ``is_valid(hi)`` fails, ``hi`` is doubled (at most ``max_doublings`` times)
+    before giving up with :class:`NumericalError`.
+    """
+    if is_valid(lo):
+        return lo
+    step = max(hi - lo, 1.0)
+    for _ in range(max_doublings):
+        if is_valid(hi):
+            break
+        lo, hi = hi, hi + step
+        step *= 2.0
+    else:
+        raise NumericalError(f"no bracket found for the {what}: predicate still false at {hi!r}")
+    while hi - lo > rtol * abs(hi) + atol:
+        mid = lo + 0.5 * (hi - lo)
+        if mid <= lo or mid >= hi:  # no float strictly between: the bracket is as tight as it gets
+            break
+        if is_valid(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def root_of_increasing(
+    g: Callable[[float], float], lo: float, hi: float, *, rtol: float = 1e-14, what: str = "root"
+) -> float:
+    """A point near the root of an increasing function g with g(lo) < 0 < g(hi).
+
+    Use only where *any* point is a valid answer (the root only sharpens a bound), e.g. the optimal
+    order α of a conversion: the bound is then evaluated exactly at the returned point.
+    """
+    glo, ghi = g(lo), g(hi)
+    if not (glo <= 0.0 <= ghi):
+        raise NumericalError(f"{what}: no sign change on [{lo!r}, {hi!r}] (g={glo!r}, {ghi!r})")
+    for _ in range(400):
+        mid = lo + 0.5 * (hi - lo)
+        if mid <= lo or mid >= hi or hi - lo <= rtol * abs(hi):
+            break
+        if g(mid) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return lo + 0.5 * (hi - lo)
+
+
+def minimize_scalar(f: Callable[[float], float], lo: float, hi: float) -> tuple[float, float]:
+    """Approximate minimiser (x, f(x)) of f on [lo, hi]: a coarse scan, then bounded Brent.
+
+    The returned value is f evaluated *at* the returned x, so when every x yields a valid bound the
+    result is valid; imprecision in the search can only make it less sharp.
+    """
+    import numpy as np
+    from scipy.optimize import minimize_scalar as _minimize
+
+    grid = np.linspace(lo, hi, 65)
+    values = [f(float(x)) for x in grid]
+    i = int(np.argmin(values))
+    a, b = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, len(grid) - 1)])
+    best_x, best_f = float(grid[i]), values[i]
+    if b > a:
+        res = _minimize(f, bounds=(a, b), method="bounded", options={"xatol": 1e-12 * max(1.0, b)})
+        x = float(res.x)
+        fx = f(x)
+        if fx < best_f:
+            best_x, best_f = x, fx
+    return best_x, best_f

@@ -1,0 +1,192 @@
+"""From Rényi/zCDP bounds to (ε, δ): the conversion kernels, each a valid upper bound.
+
+Any order α gives a valid bound, so optimising over α only sharpens the result; every bound is
+evaluated exactly at the α that is returned (no root-finder error can make it invalid).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+from sharpdp import _divergences, _math
+
+__all__ = [
+    "bs16_lemma35_epsilon",
+    "bs16_lemma36_delta",
+    "cks20_delta",
+    "cks20_epsilon",
+    "kl_tv_delta",
+    "rdp_curve_delta",
+    "rdp_curve_epsilon",
+    "zcdp_cks20_delta",
+    "zcdp_cks20_epsilon",
+    "zcdp_delta",
+    "zcdp_epsilon",
+]
+
+
+def cks20_log_delta(alpha: float, tau: float, epsilon: float) -> float:
+    """log δ from one RDP point (α, τ) [Canonne–Kamath–Steinke 2020, Prop 12 (in v4)].
+
+    δ = e^{(α−1)(τ−ε)} (1 − 1/α)^{α−1} / α. Valid for every α > 1; errs upwards (it is a bound).
+    """
+    if math.isinf(tau):
+        return 0.0
+    return (alpha - 1.0) * (tau - epsilon + math.log1p(-1.0 / alpha)) - math.log(alpha)
+
+
+def cks20_delta(alpha: float, tau: float, epsilon: float) -> float:
+    """δ from one RDP point (α, τ), capped at 1 (CKS20 Prop 12)."""
+    return min(1.0, _math.exp_up(cks20_log_delta(alpha, tau, epsilon)))
+
+
+def cks20_epsilon(alpha: float, tau: float, delta: float) -> float:
+    """ε from one RDP point (α, τ) [CKS20 Prop 12]: τ + (log(1/δ) + (α−1)log(1−1/α) − log α)/(α−1).
+
+    Clipped at 0 (a negative value means (0, δ)-DP holds).
+    """
+    if math.isinf(tau) or delta <= 0.0:
+        return math.inf
+    lam = alpha - 1.0
+    return max(0.0, tau + (-math.log(delta) + lam * math.log1p(-1.0 / alpha) - math.log(alpha)) / lam)
+
+
+def kl_tv_delta(kl: float) -> float:
+    """δ(ε) ≤ δ(0) = TV(P, Q) ≤ √(1 − e^{−KL}) for every ε ≥ 0 (Bretagnolle–Huber inequality)."""
+    if math.isinf(kl):
+        return 1.0
+    return math.sqrt(-math.expm1(-kl))
+
+
+# --- zCDP ----------------------------------------------------------------------------------------
+
+
+def zcdp_cks20_delta(rho: float, xi: float, epsilon: float) -> float:
+    """δ(ε) for (ξ, ρ)-zCDP by CKS20 Prop 12 at the optimal continuous α [CKS20 Cor 13].
+
+    Minimises f(α) = (α−1)(ξ + ρα − ε + log(1 − 1/α)) − log α; f is convex with
+    f'(α) = ξ + (2α−1)ρ − ε + log(1 − 1/α), increasing from −∞ (α → 1) to +∞.
+    """
+    def fprime(a: float) -> float:
+        return xi + (2.0 * a - 1.0) * rho - epsilon + math.log1p(-1.0 / a)
+
+    hi = 2.0
+    while fprime(hi) < 0.0:
+        hi *= 2.0
+    lo = 1.0 + 1e-15
+    alpha = _math.root_of_increasing(fprime, lo, hi, what="zCDP delta order") if fprime(lo) < 0 else hi
+    return cks20_delta(alpha, xi + rho * alpha, epsilon)
+
+
+def zcdp_cks20_epsilon(rho: float, xi: float, delta: float) -> float:
+    """ε(δ) for (ξ, ρ)-zCDP by CKS20 Prop 12 at the optimal continuous α [CKS20 Cor 13].
+
+    The optimum of ε(α) = ξ + ρα + (log(1/δ) + (α−1)log(1−1/α) − log α)/(α−1) solves
+    ρ(α−1)² = log(1/δ) − log α (unique: left side increasing from 0, right side decreasing).
+    """
+    log_inv = -math.log(delta)
+
+    def g(a: float) -> float:
+        return rho * (a - 1.0) ** 2 - log_inv + math.log(a)
+
+    hi = 1.0 + math.sqrt(log_inv / rho) + 1.0
+    alpha = _math.root_of_increasing(g, 1.0, hi, what="zCDP epsilon order")
+    alpha = max(alpha, 1.0 + 1e-12)
+    return cks20_epsilon(alpha, xi + rho * alpha, delta)
+
+
+def bs16_lemma35_epsilon(rho: float, xi: float, delta: float) -> float:
+    """ε = ξ + ρ + 2√(ρ log(1/δ)) [Bun–Steinke 2016, Lemma 3.5 (Prop 1.3)]. The classical bound."""
+    return xi + rho + 2.0 * math.sqrt(rho * -math.log(delta))
+
+
+def bs16_lemma36_delta(rho: float, xi: float, epsilon: float) -> float:
+    """δ for (ξ, ρ)-zCDP at ε > ξ + ρ [Bun–Steinke 2016, Lemma 3.6, the last (smallest) option].
+
+    δ = e^{−(ε−ξ−ρ)²/4ρ} · 2 / (1 + a + √((1 + a)² + 4/(πρ))),  a = (ε − ξ − ρ)/(2ρ).
+    Returns 1 when ε ≤ ξ + ρ (the lemma does not apply).
+    """
+    s = epsilon - xi - rho
+    if s <= 0.0:
+        return 1.0
+    a = s / (2.0 * rho)
+    factor = 2.0 / (1.0 + a + math.sqrt((1.0 + a) ** 2 + 4.0 / (math.pi * rho)))
+    return min(1.0, _math.exp_up(-s * s / (4.0 * rho) + math.log(factor)))
+
+
+def zcdp_delta(rho: float, xi: float, epsilon: float) -> float:
+    """Smallest certified δ(ε) for (ξ, ρ)-zCDP: the minimum of every valid analysis.
+
+    ρ = 0 is pure ξ-DP (BS16 Lemma 3.2) whose tight profile is randomized response's. Otherwise the
+    minimum of CKS20 Cor 13, BS16 Lemma 3.6 (which implies Lemma 3.5) and the Bretagnolle–Huber
+    bound on the total variation with KL ≤ ξ + ρ.
+    """
+    if rho == 0.0:
+        return _divergences.rr_delta(max(xi, 0.0), epsilon)
+    if math.isinf(epsilon):
+        return 0.0
+    return min(
+        zcdp_cks20_delta(rho, xi, epsilon),
+        bs16_lemma36_delta(rho, xi, epsilon),
+        kl_tv_delta(max(xi + rho, 0.0)),
+    )
+
+
+def zcdp_epsilon(rho: float, xi: float, delta: float) -> float:
+    """Smallest certified ε(δ) for (ξ, ρ)-zCDP (the inverse of :func:`zcdp_delta`'s analyses)."""
+    if rho == 0.0:
+        return _divergences.rr_epsilon(max(xi, 0.0), delta)
+    if delta <= 0.0:
+        return math.inf
+    if delta >= kl_tv_delta(max(xi + rho, 0.0)):
+        return 0.0
+    best = min(zcdp_cks20_epsilon(rho, xi, delta), bs16_lemma35_epsilon(rho, xi, delta))
+    # BS16 Lemma 3.6 may beat CKS20 in some regimes: invert it on [ξ + ρ, best] by certified bisection.
+    lo = xi + rho
+    if bs16_lemma36_delta(rho, xi, best) <= delta and best > lo:
+        e36 = _math.smallest_valid(lambda e: bs16_lemma36_delta(rho, xi, e) <= delta, lo, best)
+        best = min(best, e36)
+    return max(0.0, best)
+
+
+# --- arbitrary RDP curves ------------------------------------------------------------------------
+
+
+def rdp_curve_delta(points: Iterable[tuple[float, float]], epsilon: float) -> float:
+    """min over RDP points (α, τ) of the CKS20 Prop 12 δ (α = ∞ points: RR profile of τ-DP)."""
+    best = 1.0
+    for alpha, tau in points:
+        if alpha == math.inf:
+            d = _divergences.rr_delta(tau, epsilon)
+        elif alpha == 1.0:
+            d = kl_tv_delta(tau)
+        else:
+            d = cks20_delta(alpha, tau, epsilon)
+        best = min(best, d)
+    return best
+
+
+def rdp_curve_epsilon(points: Iterable[tuple[float, float]], delta: float) -> float:
+    """min over RDP points (α, τ) of the CKS20 Prop 12 ε (α = ∞ points: RR profile of τ-DP)."""
+    best = math.inf
+    for alpha, tau in points:
+        if alpha == math.inf:
+            e = _divergences.rr_epsilon(tau, delta)
+        elif alpha == 1.0:
+            e = 0.0 if delta >= kl_tv_delta(tau) else math.inf
+        else:
+            e = cks20_epsilon(alpha, tau, delta)
+        best = min(best, e)
+    return best
+
+
+def optimise_over_orders(
+    bound: Callable[[float], float], lo: float = 1.0 + 1e-6, hi: float = 1e6
+) -> float:
+    """min over α ∈ [lo, hi] of ``bound(α)`` (each value a valid bound), searched on log(α − 1)."""
+    def on_log_scale(u: float) -> float:
+        return bound(1.0 + math.exp(u))
+
+    _, value = _math.minimize_scalar(on_log_scale, math.log(lo - 1.0), math.log(hi - 1.0))
+    return value

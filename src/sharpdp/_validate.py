@@ -1,0 +1,75 @@
+"""Parameter validation shared by every public constructor and method (principle 7).
+
+Each check raises :class:`~sharpdp.errors.InvalidParameter` naming the parameter and its value, and
+returns the value normalised to a Python ``float``/``int`` so frozen types store canonical numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+
+from sharpdp.errors import InvalidParameter
+
+__all__ = ["integer", "nonnegative", "order", "positive", "probability", "real"]
+
+
+def real(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float, rejecting non-reals, booleans, NaN and (unless allowed) ±inf."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidParameter(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    x = float(value)
+    if math.isnan(x):
+        raise InvalidParameter(f"{name} must not be NaN")
+    if math.isinf(x) and not allow_inf:
+        raise InvalidParameter(f"{name} must be finite, got {x!r}")
+    # Normalise -0.0 so that frozen values compare and print canonically.
+    return x + 0.0
+
+
+def nonnegative(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """A real ``>= 0`` (``inf`` only when allowed)."""
+    x = real(name, value, allow_inf=allow_inf)
+    if x < 0:
+        raise InvalidParameter(f"{name} must be >= 0, got {x!r}")
+    return x
+
+
+def positive(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """A real ``> 0`` (``inf`` only when allowed)."""
+    x = real(name, value, allow_inf=allow_inf)
+    if x <= 0:
+        raise InvalidParameter(f"{name} must be > 0, got {x!r}")
+    return x
+
+
+def probability(name: str, value: object) -> float:
+    """A δ-like probability in ``[0, 1)`` (δ = 1 is vacuous and almost always a mistake)."""
+    x = real(name, value)
+    if not 0.0 <= x < 1.0:
+        raise InvalidParameter(f"{name} must be in [0, 1), got {x!r}")
+    return x
+
+
+def order(name: str, value: object) -> float:
+    """A Rényi order α in ``[1, inf]`` (α = 1 is the KL divergence, α = inf the max-divergence)."""
+    x = real(name, value, allow_inf=True)
+    if x < 1.0:
+        raise InvalidParameter(f"{name} must be >= 1, got {x!r}")
+    return x
+
+
+def integer(name: str, value: object, *, minimum: int = 1) -> int:
+    """An integer ``>= minimum`` (numpy integers accepted; floats and booleans rejected)."""
+    if isinstance(value, bool):
+        raise InvalidParameter(f"{name} must be an integer, got {value!r}")
+    try:
+        k = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidParameter(
+            f"{name} must be an integer, got {value!r} ({type(value).__name__})"
+        ) from None
+    if k < minimum:
+        raise InvalidParameter(f"{name} must be >= {minimum}, got {k}")
+    return k

@@ -1,0 +1,481 @@
+"""Sharp conversions between privacy notions.
+
+Each conversion is a pure function named ``source_to_target`` whose docstring cites its theorem and
+says which way it errs. :func:`convert` dispatches through a registry keyed by (source type, target
+type), walking the source's MRO (so mechanisms inherit the generic routes of :class:`Guarantee`),
+evaluates every default route that applies and returns the sharpest result. ``method=`` forces one
+named route; :func:`routes` lists them all with their values (the CLI prints it).
+
+Conversions to (ε, δ)-DP need one of ``delta=`` or ``epsilon=`` and use the guarantee's own
+``epsilon``/``delta`` (which are already the minimum over all valid analyses).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from sharpdp import _divergences, _math, _tails, _validate
+from sharpdp.errors import InvalidParameter, NoExplicitBound, NotImplied, SharpDPError
+from sharpdp.guarantees import (
+    GDP,
+    MCDP,
+    RDP,
+    ApproxDP,
+    ApproxZCDP,
+    BoundedRange,
+    Guarantee,
+    PureDP,
+    ZCDP,
+)
+
+__all__ = [
+    "Route",
+    "approx_dp_to_approx_zcdp",
+    "bounded_range_to_pure_dp",
+    "bounded_range_to_rdp",
+    "bounded_range_to_zcdp",
+    "convert",
+    "gdp_to_approx_dp",
+    "gdp_to_zcdp",
+    "guarantee_to_pure_dp",
+    "guarantee_to_rdp",
+    "guarantee_to_zcdp_certified",
+    "mcdp_to_zcdp",
+    "pure_dp_to_bounded_range",
+    "pure_dp_to_gdp",
+    "pure_dp_to_zcdp",
+    "pure_dp_to_zcdp_bs16",
+    "pure_dp_to_zcdp_xi",
+    "rdp_to_approx_dp",
+    "register",
+    "routes",
+    "zcdp_to_approx_dp",
+    "zcdp_to_approx_dp_bs16",
+    "zcdp_to_mcdp",
+    "zcdp_to_rdp",
+]
+
+G = TypeVar("G", bound=Guarantee)
+T = TypeVar("T", bound=Guarantee)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One registered conversion: ``function(source) -> target``.
+
+    Attributes:
+        name: the route's short name (what ``method=`` takes).
+        source: the source type (applies to its subclasses too).
+        target: the target type.
+        function: the conversion.
+        theorem: the result it implements, with its reference.
+        default: whether :func:`convert` tries it when no ``method`` is given. Non-default routes
+            are classical or differently-shaped bounds kept for comparison.
+        tight: the result is attained by some mechanism satisfying the source guarantee, so no
+            other route can be sharper; :func:`convert` stops at the first tight route that applies.
+    """
+
+    name: str
+    source: type[Guarantee]
+    target: type[Guarantee]
+    function: Callable[[Any], Guarantee]
+    theorem: str
+    default: bool = True
+    tight: bool = False
+
+
+_REGISTRY: dict[tuple[type[Guarantee], type[Guarantee]], list[Route]] = {}
+
+
+def register(
+    source: type[G],
+    target: type[T],
+    *,
+    name: str,
+    theorem: str,
+    default: bool = True,
+    tight: bool = False,
+) -> Callable[[Callable[[G], T]], Callable[[G], T]]:
+    """Decorator registering ``function(source) -> target`` as a conversion route."""
+
+    def decorate(function: Callable[[G], T]) -> Callable[[G], T]:
+        _REGISTRY.setdefault((source, target), []).append(
+            Route(name, source, target, function, theorem, default, tight)
+        )
+        return function
+
+    return decorate
+
+
+def routes(source: Guarantee, target: type[Guarantee]) -> list[Route]:
+    """Every registered route that applies to ``source`` (most specific source type first)."""
+    found: list[Route] = []
+    for klass in type(source).__mro__:
+        found.extend(_REGISTRY.get((klass, target), []))  # type: ignore[arg-type]
+    return found
+
+
+def _sharpness(g: Guarantee) -> tuple[float, ...]:
+    """Ordering key among results of one target type: smaller is sharper."""
+    key: dict[type, Callable[[Any], tuple[float, ...]]] = {
+        PureDP: lambda x: (x.epsilon_,),
+        ZCDP: lambda x: (x.rho, x.xi),
+        ApproxZCDP: lambda x: (x.delta_, x.rho, x.xi),
+        BoundedRange: lambda x: (x.eta,),
+        GDP: lambda x: (x.mu,),
+        MCDP: lambda x: (x.tau, x.mu),
+    }
+    fn = key.get(type(g))
+    return fn(g) if fn is not None else (0.0,)
+
+
+def explain(source: Guarantee, target: type[Guarantee]) -> list[tuple[Route, Guarantee | SharpDPError]]:
+    """Run every applicable route; return (route, result or the library error it raised)."""
+    out: list[tuple[Route, Guarantee | SharpDPError]] = []
+    for route in routes(source, target):
+        try:
+            out.append((route, route.function(source)))
+        except SharpDPError as err:
+            out.append((route, err))
+    return out
+
+
+def convert(
+    source: Guarantee,
+    target: type[T],
+    *,
+    delta: float | None = None,
+    epsilon: float | None = None,
+    method: str | None = None,
+) -> T:
+    """The sharpest known guarantee of type ``target`` implied by ``source``.
+
+    Args:
+        source: a guarantee or mechanism.
+        target: the guarantee type wanted (``PureDP``, ``ApproxDP``, ``ZCDP``, ``RDP``, ``GDP``,
+            ``BoundedRange``, ``ApproxZCDP``, ``MCDP``).
+        delta: for ``ApproxDP`` targets, the δ at which to report ε.
+        epsilon: for ``ApproxDP`` targets, the ε at which to report δ (instead of ``delta``).
+        method: the name of one route to use instead of the sharpest (see :func:`routes`).
+
+    Returns:
+        An instance of ``target``.
+
+    Raises:
+        NotImplied: no guarantee of that type follows (with the reason).
+        InvalidParameter: bad arguments (e.g. ``ApproxDP`` without ``delta``/``epsilon``).
+
+    Examples:
+        >>> import sharpdp as sdp
+        >>> sdp.convert(sdp.PureDP(1.0), sdp.ZCDP).rho  # ε·tanh(ε/2), not ε²/2
+        0.46211715726000974
+    """
+    if not isinstance(source, Guarantee):
+        raise InvalidParameter(f"source must be a sharpdp guarantee or mechanism, got {source!r}")
+    if not (isinstance(target, type) and issubclass(target, Guarantee)):
+        raise InvalidParameter(f"target must be a guarantee type such as sdp.ZCDP, got {target!r}")
+    if target is ApproxDP:
+        return cast(T, _to_approx_dp(source, delta, epsilon))
+    if delta is not None or epsilon is not None:
+        raise InvalidParameter("delta= and epsilon= apply only to ApproxDP targets")
+    candidates = routes(source, target)
+    if method is not None:
+        chosen = [r for r in candidates if r.name == method]
+        if not chosen:
+            names = ", ".join(sorted({r.name for r in candidates})) or "none"
+            raise InvalidParameter(
+                f"method={method!r} is not a route from {type(source).__name__} to "
+                f"{target.__name__}; available: {names}"
+            )
+        return cast(T, chosen[0].function(source))
+    results: list[Guarantee] = []
+    reasons: list[str] = []
+    for route in candidates:
+        if not route.default:
+            continue
+        try:
+            result = route.function(source)
+        except NotImplied as err:
+            reasons.append(f"{route.name}: {err}")
+            continue
+        if route.tight:
+            return cast(T, result)
+        results.append(result)
+    if not results:
+        why = "; ".join(reasons) or "no conversion route is known"
+        raise NotImplied(f"{source!r} implies no {target.__name__} guarantee ({why})")
+    return cast(T, min(results, key=_sharpness))
+
+
+def _to_approx_dp(source: Guarantee, delta: float | None, epsilon: float | None) -> ApproxDP:
+    if (delta is None) == (epsilon is None):
+        raise InvalidParameter("converting to ApproxDP needs exactly one of delta= or epsilon=")
+    if delta is not None:
+        d = _validate.probability("delta", delta)
+        eps = source.epsilon(d)
+        if math.isinf(eps):
+            raise NotImplied(f"{source!r} certifies no finite epsilon at delta={d!r}")
+        return ApproxDP(eps, d)
+    e = _validate.nonnegative("epsilon", epsilon)
+    d = source.delta(e)
+    if d >= 1.0:
+        raise NotImplied(f"{source!r} certifies no delta < 1 at epsilon={e!r}")
+    return ApproxDP(e, d)
+
+
+# --- pure DP ---------------------------------------------------------------------------------------
+
+
+@register(PureDP, ZCDP, name="steinke24-thm5", theorem="Steinke 2024 Thm 5: ε-DP ⇒ ε·tanh(ε/2)-zCDP (tight)", tight=True)
+def pure_dp_to_zcdp(g: PureDP) -> ZCDP:
+    """ε-DP ⇒ ρ-zCDP with ρ = ε·tanh(ε/2) = ε(e^ε − 1)/(e^ε + 1).
+
+    [Steinke 2024, "Tight RDP & zCDP bounds from pure DP", Thm 5.] Tight: randomized response
+    attains it. Never larger than BS16's ε²/2.
+    """
+    return ZCDP(g.epsilon_ * math.tanh(0.5 * g.epsilon_))
+
+
+@register(PureDP, ZCDP, name="bs16-prop1.4", theorem="Bun–Steinke 2016 Prop 1.4: ε-DP ⇒ ε²/2-zCDP (classical)", default=False)
+def pure_dp_to_zcdp_bs16(g: PureDP) -> ZCDP:
+    """ε-DP ⇒ ε²/2-zCDP [Bun–Steinke 2016, Prop 1.4/3.3]. Valid, loose (kept for comparison)."""
+    return ZCDP(0.5 * g.epsilon_ * g.epsilon_)
+
+
+@register(PureDP, ZCDP, name="bs16-lemma3.2", theorem="Bun–Steinke 2016 Lemma 3.2: ε-DP ⇔ (ε, 0)-zCDP", default=False)
+def pure_dp_to_zcdp_xi(g: PureDP) -> ZCDP:
+    """ε-DP ⇔ (ξ = ε, ρ = 0)-zCDP [Bun–Steinke 2016, Lemma 3.2]. Exact (an equivalence)."""
+    return ZCDP(0.0, g.epsilon_)
+
+
+@register(PureDP, BoundedRange, name="rs21-lemma2", theorem="Rogers–Steinke 2021 Lemma 2: ε-DP ⇒ 2ε-BR", tight=True)
+def pure_dp_to_bounded_range(g: PureDP) -> BoundedRange:
+    """ε-DP ⇒ 2ε-BR: the loss lies in [−ε, ε] [Rogers–Steinke 2021, Lemma 2]. Tight (RR)."""
+    return BoundedRange(2.0 * g.epsilon_)
+
+
+@register(PureDP, GDP, name="pure-dp-tradeoff", theorem="ε-DP ⇒ μ-GDP, μ = 2Φ⁻¹(e^ε/(1+e^ε)) (Dong–Roth–Su 2019 trade-off functions)", tight=True)
+@register(Guarantee, GDP, name="via-pure-dp", theorem="max-divergence ε, then ε-DP ⇒ μ-GDP with μ = 2Φ⁻¹(e^ε/(1+e^ε))")
+def pure_dp_to_gdp(g: Guarantee) -> GDP:
+    """ε-DP ⇒ μ-GDP with μ = 2Φ^{-1}(e^ε/(1 + e^ε)) (tight).
+
+    The trade-off curve of ε-DP [Dong–Roth–Su 2019, Prop 2.5 with δ = 0] is piecewise linear
+    through (0, 1), (1/(1+e^ε), 1/(1+e^ε)) and (1, 0); the convex G_μ lies below it iff it lies below
+    the corner: Φ(Φ^{-1}(e^ε/(1+e^ε)) − μ) ≤ 1/(1+e^ε). Computed as μ·(1 + 4ulp) to err upwards.
+    """
+    eps = g.renyi(math.inf)
+    if math.isinf(eps):
+        raise NotImplied(f"{g!r} implies no pure-DP bound, hence no GDP bound by this route")
+    if eps == 0.0:
+        return GDP(0.0)
+    # Φ^{-1}(e^ε/(1+e^ε)) = −Φ^{-1}(1/(1+e^ε)); the latter is accurate for large ε.
+    mu = -2.0 * _math.ndtri(1.0 / (1.0 + math.exp(eps))) if eps < 700 else math.inf
+    return GDP(mu * (1.0 + 4 * 2.0**-52))
+
+
+# --- generic routes (every guarantee, through its own methods) -------------------------------------
+
+
+@register(Guarantee, PureDP, name="max-divergence", theorem="D_∞ = ε: ε-DP is D_∞ ≤ ε (BS16 Lemma 3.2)", tight=True)
+def guarantee_to_pure_dp(g: Guarantee) -> PureDP:
+    """The max-divergence bound D_∞ ≤ ε is exactly ε-DP. Exact given the source's D_∞ bound."""
+    eps = g.renyi(math.inf)
+    if math.isinf(eps):
+        raise NotImplied(f"{g!r} implies no finite pure-DP epsilon (its max-divergence is unbounded)")
+    return PureDP(eps)
+
+
+@register(Guarantee, RDP, name="renyi-curve", theorem="the source's own Rényi bounds (exact curve where known)", tight=True)
+def guarantee_to_rdp(g: Guarantee) -> RDP:
+    """The source's Rényi curve α ↦ g.renyi(α) as an RDP guarantee (no loss)."""
+    if math.isinf(g.renyi(1.0)):
+        raise NotImplied(f"{g!r} implies no Rényi-DP bound at any order (e.g. δ > 0 allows infinite loss)")
+    return RDP.from_function(g.renyi)
+
+
+@register(Guarantee, ZCDP, name="via-pure-dp", theorem="max-divergence ε, then Steinke 2024 Thm 5")
+def _guarantee_to_zcdp_via_pure(g: Guarantee) -> ZCDP:
+    return pure_dp_to_zcdp(guarantee_to_pure_dp(g))
+
+
+@register(Guarantee, BoundedRange, name="via-pure-dp", theorem="max-divergence ε, then ε-DP ⇒ 2ε-BR (Rogers–Steinke 2021 Lemma 2)")
+def _guarantee_to_br_via_pure(g: Guarantee) -> BoundedRange:
+    return pure_dp_to_bounded_range(guarantee_to_pure_dp(g))
+
+
+@register(Guarantee, ZCDP, name="certified-rdp-sup", theorem="ρ = sup_α D_α/α bounded on cells of orders (monotonicity of D_α in α)")
+def guarantee_to_zcdp_certified(g: Guarantee) -> ZCDP:
+    """ρ-zCDP with ρ a *certified* upper bound on sup_{α>1} D_α/α of the source's Rényi curve.
+
+    For a cell (a, b] of orders, D_α ≤ D_b for α ≤ b (D_α is non-decreasing in α: van Erven–
+    Harremoës 2014, Thm 3), so sup_{α∈(a,b]} D_α/α ≤ D_b/a. Cells cover (1, A], and D_∞/A bounds
+    (A, ∞). Cells whose bound exceeds the best value seen at a grid point (a lower bound on the
+    sup) by more than a relative 1e-7 are split until none is left, so the result is rigorous and
+    within ≈ 1e-7 of the true sup. It is rounded up by a relative 1e-12 against floating-point
+    error in the curve. Needs a finite D_∞.
+    """
+    d_inf = g.renyi(math.inf)
+    if math.isinf(d_inf):
+        raise NotImplied(f"{g!r}: the certified route needs a finite max-divergence")
+    if d_inf == 0.0:
+        return ZCDP(0.0)
+    top = 1e7
+    cache: dict[float, float] = {}
+
+    def renyi(a: float) -> float:
+        if a not in cache:
+            cache[a] = g.renyi(a)
+        return cache[a]
+
+    cells = [(1.0, 1.0 + 1e-12)]
+    x = 1e-12
+    while x < top:
+        cells.append((1.0 + x, 1.0 + 2.0 * x))
+        x *= 2.0
+    upper = 0.0
+    for _ in range(60):
+        lower = max(renyi(b) / b for _, b in cells)
+        ubs = [renyi(b) / a for a, b in cells]
+        upper = max(ubs)
+        if upper <= lower * (1.0 + 1e-7):
+            break
+        threshold = lower * (1.0 + 1e-7)
+        refined: list[tuple[float, float]] = []
+        for (a, b), ub in zip(cells, ubs, strict=True):
+            if ub > threshold and b - a > 1e-15 * b:
+                pts = [a + (b - a) * i / 4.0 for i in range(5)]
+                refined.extend(zip(pts[:-1], pts[1:], strict=True))
+            else:
+                refined.append((a, b))
+        cells = refined
+    tail = d_inf / cells[-1][1]
+    return ZCDP(max(upper, tail) * (1.0 + 1e-12))
+
+
+# --- bounded range ---------------------------------------------------------------------------------
+
+
+@register(BoundedRange, PureDP, name="rs21-lemma2", theorem="Rogers–Steinke 2021 Lemma 2: η-BR ⇒ η-DP", tight=True)
+def bounded_range_to_pure_dp(g: BoundedRange) -> PureDP:
+    """η-BR ⇒ η-DP [Rogers–Steinke 2021, Lemma 2]: the loss interval [t − η, t] contains 0."""
+    return PureDP(g.eta)
+
+
+@register(BoundedRange, ZCDP, name="cr21", theorem="Cesar–Rogers 2021 (Rogers–Steinke 2021 Thm 5): η-BR ⇒ η²/8-zCDP")
+def bounded_range_to_zcdp(g: BoundedRange) -> ZCDP:
+    """η-BR ⇒ η²/8-zCDP [Cesar–Rogers 2021; Rogers–Steinke 2021, Thm 5, via Hoeffding's lemma].
+
+    Valid; not tight (the certified route gives ≈ η²/8 − η⁴/576, the maximal KL divergence).
+    """
+    return ZCDP(g.eta * g.eta / 8.0)
+
+
+@register(BoundedRange, RDP, name="exact-br-curve", theorem="exact RDP of η-BR: sup over GRR_t, closed-form maximiser", tight=True)
+def bounded_range_to_rdp(g: BoundedRange) -> RDP:
+    """The exact RDP curve of η-BR (sup over the two-point pairs GRR_t; exact, see _divergences)."""
+    eta = g.eta
+    return RDP.from_function(lambda a: _divergences.br_renyi(eta, a))
+
+
+# --- zCDP, mCDP ------------------------------------------------------------------------------------
+
+
+def zcdp_to_approx_dp(g: ZCDP, delta: float) -> ApproxDP:
+    """(ξ, ρ)-zCDP ⇒ (ε, δ)-DP, ε by CKS20 Cor 13 at the continuous optimal α.
+
+    [Canonne–Kamath–Steinke 2020, Prop 12 / Cor 13.] Errs upwards (a bound); never worse than
+    BS16 Lemma 3.5. ``g.epsilon(delta)`` additionally takes the min with BS16 Lemma 3.6.
+    """
+    d = _validate.probability("delta", delta)
+    if g.rho == 0.0:
+        return ApproxDP(_divergences.rr_epsilon(max(g.xi, 0.0), d), d)
+    if d == 0.0:
+        raise NotImplied(f"{g!r} with rho > 0 certifies no finite epsilon at delta=0")
+    return ApproxDP(_tails.zcdp_cks20_epsilon(g.rho, g.xi, d), d)
+
+
+def zcdp_to_approx_dp_bs16(g: ZCDP, delta: float) -> ApproxDP:
+    """(ξ, ρ)-zCDP ⇒ (ξ + ρ + 2√(ρ log 1/δ), δ)-DP [Bun–Steinke 2016, Lemma 3.5]. Classical; loose."""
+    d = _validate.probability("delta", delta)
+    if d == 0.0:
+        raise NotImplied("BS16 Lemma 3.5 needs delta > 0")
+    return ApproxDP(max(0.0, _tails.bs16_lemma35_epsilon(g.rho, g.xi, d)), d)
+
+
+@register(ZCDP, RDP, name="bs16-def1.1", theorem="Bun–Steinke 2016 Def 1.1: D_α ≤ ξ + ρα (exact)", tight=True)
+def zcdp_to_rdp(g: ZCDP) -> RDP:
+    """(ξ, ρ)-zCDP is D_α ≤ ξ + ρα for all α [BS16 Def 1.1]. Exact."""
+    return RDP.from_function(g.renyi)
+
+
+@register(ZCDP, MCDP, name="bs16-lemma4.3", theorem="Bun–Steinke 2016 Lemma 4.3 (only O(·) constants)")
+def zcdp_to_mcdp(g: ZCDP) -> MCDP:
+    """(ξ, ρ)-zCDP ⇒ (ξ + ρ, O(√(ξ + 2ρ)))-mCDP [BS16 Lemma 4.3].
+
+    The lemma's constant is not explicit in the statement; sharpdp ships no bound it cannot state
+    exactly, so this raises :class:`NoExplicitBound` (a :class:`NotImplied`).
+    """
+    raise NoExplicitBound(
+        f"{g!r} ⇒ mCDP holds only with an unspecified constant (BS16 Lemma 4.3: "
+        "(ξ+ρ, O(√(ξ+2ρ)))-mCDP); no explicit bound is shipped"
+    )
+
+
+@register(MCDP, ZCDP, name="bs16-lemma4.2", theorem="Bun–Steinke 2016 Lemma 4.2: (μ, τ)-mCDP ⇒ (μ − τ²/2, τ²/2)-zCDP")
+def mcdp_to_zcdp(g: MCDP) -> ZCDP:
+    """(μ, τ)-mCDP ⇒ (μ − τ²/2, τ²/2)-zCDP [BS16 Lemma 4.2]. Tight for the Gaussian mechanism."""
+    return g.zcdp
+
+
+# --- approximate DP and approximate zCDP -----------------------------------------------------------
+
+
+@register(ApproxDP, ApproxZCDP, name="bs16-prop1.13", theorem="Bun–Steinke 2016 Prop 1.13: (ε, δ)-DP ⇒ δ-approximate (ε, 0)-zCDP")
+def approx_dp_to_approx_zcdp(g: ApproxDP) -> ApproxZCDP:
+    """(ε, δ)-DP ⇒ δ-approximate (ξ = ε, ρ = 0)-zCDP [BS16 Prop 1.13]. Loses nothing: the
+    resulting profile δ + (1 − δ)·δ_RR(ε) is exactly the tight (ε, δ)-DP profile."""
+    return ApproxZCDP(0.0, g.delta_, g.epsilon_)
+
+
+@register(Guarantee, ApproxZCDP, name="zcdp", theorem="a ZCDP guarantee is 0-approximate zCDP")
+def _guarantee_to_approx_zcdp(g: Guarantee) -> ApproxZCDP:
+    z = convert(g, ZCDP)
+    return ApproxZCDP(z.rho, 0.0, z.xi)
+
+
+@register(ApproxDP, ZCDP, name="impossible", theorem="(ε, δ>0)-DP allows infinite loss with probability δ")
+def _approx_dp_to_zcdp(g: ApproxDP) -> ZCDP:
+    if g.delta_ == 0.0:
+        return pure_dp_to_zcdp(PureDP(g.epsilon_))
+    raise NotImplied(
+        f"{g!r}: approximate DP with delta > 0 permits an event of probability delta with infinite "
+        "privacy loss, so no zCDP (or RDP) bound follows; use ApproxZCDP (BS16 Prop 1.13)"
+    )
+
+
+# --- GDP -------------------------------------------------------------------------------------------
+
+
+def gdp_to_approx_dp(g: GDP, delta: float) -> ApproxDP:
+    """μ-GDP ⇒ (ε, δ)-DP with the exact profile [Dong–Roth–Su 2019, Cor 2.13]; ε errs upwards by
+    at most 1e-13 relative (certified bisection)."""
+    d = _validate.probability("delta", delta)
+    return ApproxDP(_divergences.gaussian_epsilon(g.mu, d), d)
+
+
+@register(GDP, ZCDP, name="gaussian-renyi", theorem="μ-GDP ⇒ μ²/2-zCDP (D_α of N(0,1) vs N(μ,1) is αμ²/2)", tight=True)
+def gdp_to_zcdp(g: GDP) -> ZCDP:
+    """μ-GDP ⇒ μ²/2-zCDP: the Gaussian pair dominates and has D_α = αμ²/2 [BS16 Lemma 2.4]. Tight."""
+    if math.isinf(g.mu):
+        raise NotImplied(f"{g!r} is vacuous")
+    return ZCDP(0.5 * g.mu * g.mu)
+
+
+def rdp_to_approx_dp(g: RDP, delta: float) -> ApproxDP:
+    """RDP curve ⇒ (ε, δ)-DP by CKS20 Prop 12, minimised over the curve's orders (or over
+    continuous α for a function curve). Errs upwards (a bound; a finite order grid only loosens it)."""
+    d = _validate.probability("delta", delta)
+    return ApproxDP(g.epsilon(d), d)

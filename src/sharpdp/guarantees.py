@@ -1,0 +1,506 @@
+"""Privacy guarantees as frozen, validated value types.
+
+Every guarantee ``g`` answers three questions with the tightest value it implies:
+
+* ``g.epsilon(delta)``: the smallest ε with (ε, δ)-DP certified;
+* ``g.delta(epsilon)``: the smallest δ certified at ε (ε ≥ 0, ``inf`` allowed);
+* ``g.renyi(alpha)``: a bound on the Rényi divergence D_α for α ∈ [1, ∞] (α = 1 is the KL
+  divergence, α = ∞ the max-divergence); ``inf`` where none is implied;
+
+and ``g.group(k)``, the guarantee for groups of k individuals (or :class:`~sharpdp.NotImplied`).
+All quantities are suprema over neighbouring inputs in both orders.
+
+Subclassing contract (template methods, as in ``scipy.stats.rv_continuous``): the public methods
+validate their argument and check the result is not NaN; a subclass implements the hooks
+``_renyi(alpha)`` and, when it knows better than the generic route, ``_delta(epsilon)``,
+``_epsilon(delta)`` and ``_group(k)``. The generic ``_delta``/``_epsilon`` convert the RDP curve
+with Canonne–Kamath–Steinke 2020 Prop 12, optimised over continuous α.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar, Self
+
+from sharpdp import _divergences, _math, _tails, _validate
+from sharpdp.errors import InvalidParameter, NoExplicitBound, NotImplied, NumericalError
+
+__all__ = [
+    "GDP",
+    "MCDP",
+    "RDP",
+    "ApproxDP",
+    "ApproxZCDP",
+    "BoundedRange",
+    "Guarantee",
+    "PureDP",
+    "ZCDP",
+]
+
+
+def _checked(value: float, what: str, owner: object) -> float:
+    if math.isnan(value):
+        raise NumericalError(f"{what} of {owner!r} evaluated to NaN (a bug: please report it)")
+    return value + 0.0
+
+
+class Guarantee:
+    """Base class of every privacy guarantee (and of every mechanism, which is one).
+
+    See the module docstring for the subclassing contract.
+    """
+
+    __slots__ = ()
+
+    #: A short human name of the notion, used in tables.
+    notion: ClassVar[str] = "guarantee"
+
+    # -- public template methods ------------------------------------------------------------------
+    def epsilon(self, delta: float) -> float:
+        """Smallest ε such that the guarantee certifies (ε, δ)-DP.
+
+        Args:
+            delta: δ in [0, 1].
+
+        Returns:
+            ε ≥ 0, possibly ``inf`` (no finite ε is certified at this δ).
+        """
+        d = _validate.real("delta", delta)
+        if not 0.0 <= d <= 1.0:
+            raise InvalidParameter(f"delta must be in [0, 1], got {d!r}")
+        if d == 1.0:
+            return 0.0
+        return _checked(self._epsilon(d), "epsilon(delta)", self)
+
+    def delta(self, epsilon: float) -> float:
+        """Smallest δ such that the guarantee certifies (ε, δ)-DP.
+
+        Args:
+            epsilon: ε ≥ 0 (``inf`` allowed: δ(∞) is the probability of an infinite privacy loss).
+
+        Returns:
+            δ in [0, 1].
+        """
+        e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
+        return min(1.0, max(0.0, _checked(self._delta(e), "delta(epsilon)", self)))
+
+    def renyi(self, alpha: float) -> float:
+        """Upper bound on the Rényi divergence of order α (α = 1: KL, α = ∞: max-divergence)."""
+        a = _validate.order("alpha", alpha)
+        return max(0.0, _checked(self._renyi(a), "renyi(alpha)", self))
+
+    def group(self, k: int) -> Guarantee:
+        """The guarantee for groups of ``k`` individuals (inputs differing in up to k records)."""
+        kk = _validate.integer("k", k, minimum=1)
+        if kk == 1:
+            return self
+        return self._group(kk)
+
+    # -- hooks ------------------------------------------------------------------------------------
+    def _renyi(self, alpha: float) -> float:
+        return math.inf
+
+    def _delta(self, epsilon: float) -> float:
+        if (pure := self._renyi(math.inf)) < math.inf:
+            best = _divergences.rr_delta(pure, epsilon)
+        else:
+            best = 1.0
+        if epsilon == math.inf:
+            return min(best, 0.0 if self._renyi(1.0) < math.inf else 1.0)
+        best = min(best, _tails.kl_tv_delta(self._renyi(1.0)))
+        if best == 0.0 or self._renyi(2.0) == math.inf and self._renyi(1.0 + 1e-6) == math.inf:
+            return best
+        log_value = _tails.optimise_over_orders(
+            lambda a: _tails.cks20_log_delta(a, self._renyi(a), epsilon)
+        )
+        return min(best, _math.exp_up(log_value))
+
+    def _epsilon(self, delta: float) -> float:
+        best = math.inf
+        if (pure := self._renyi(math.inf)) < math.inf:
+            best = _divergences.rr_epsilon(pure, delta)
+        if delta >= _tails.kl_tv_delta(self._renyi(1.0)):
+            return 0.0
+        if delta == 0.0 or best == 0.0 or self._renyi(1.0 + 1e-6) == math.inf:
+            return best
+        value = _tails.optimise_over_orders(
+            lambda a: _tails.cks20_epsilon(a, self._renyi(a), delta)
+        )
+        return min(best, value)
+
+    def _group(self, k: int) -> Guarantee:
+        raise NotImplied(f"no group-privacy bound is implemented for {type(self).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PureDP(Guarantee):
+    """Pure ε-differential privacy: P[M(x) ∈ S] ≤ e^ε P[M(x′) ∈ S] for all neighbours and events.
+
+    Every ε-DP mechanism is a post-processing of ε-randomized response (Kairouz–Oh–Viswanath 2015),
+    so its tight profile is δ(ε′) = (e^ε − e^{ε′})_+/(1 + e^ε) and its tight RDP curve is
+    randomized response's [Steinke 2024, Thm 4].
+
+    Args:
+        epsilon: ε ≥ 0 (``inf`` allowed: no guarantee).
+    """
+
+    epsilon_: float
+    notion: ClassVar[str] = "pure DP"
+
+    def __init__(self, epsilon: float) -> None:
+        object.__setattr__(self, "epsilon_", _validate.nonnegative("epsilon", epsilon, allow_inf=True))
+
+    def __repr__(self) -> str:
+        return f"PureDP(epsilon={self.epsilon_!r})"
+
+    def _renyi(self, alpha: float) -> float:
+        return _divergences.rr_renyi(self.epsilon_, alpha)
+
+    def _delta(self, epsilon: float) -> float:
+        return _divergences.rr_delta(self.epsilon_, epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        return _divergences.rr_epsilon(self.epsilon_, delta)
+
+    def _group(self, k: int) -> PureDP:
+        return PureDP(k * self.epsilon_)  # Dwork–Roth 2014, Thm 2.2
+
+
+@dataclass(frozen=True, slots=True)
+class ApproxDP(Guarantee):
+    """Approximate (ε, δ)-DP: P[M(x) ∈ S] ≤ e^ε P[M(x′) ∈ S] + δ.
+
+    Its tight profile is that of the four-point dominating pair of Kairouz–Oh–Viswanath 2015
+    (an event of mass δ with infinite loss, then ε-randomized response):
+    δ(ε′) = δ + (1 − δ)(e^ε − e^{ε′})_+/(1 + e^ε). It implies no Rényi bound when δ > 0.
+
+    Args:
+        epsilon: ε ≥ 0 (``inf`` allowed).
+        delta: δ in [0, 1).
+    """
+
+    epsilon_: float
+    delta_: float
+    notion: ClassVar[str] = "approximate DP"
+
+    def __init__(self, epsilon: float, delta: float) -> None:
+        object.__setattr__(self, "epsilon_", _validate.nonnegative("epsilon", epsilon, allow_inf=True))
+        object.__setattr__(self, "delta_", _validate.probability("delta", delta))
+
+    def __repr__(self) -> str:
+        return f"ApproxDP(epsilon={self.epsilon_!r}, delta={self.delta_!r})"
+
+    def _renyi(self, alpha: float) -> float:
+        return math.inf if self.delta_ > 0 else _divergences.rr_renyi(self.epsilon_, alpha)
+
+    def _delta(self, epsilon: float) -> float:
+        return self.delta_ + (1.0 - self.delta_) * _divergences.rr_delta(self.epsilon_, epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        if delta < self.delta_:
+            return math.inf
+        return _divergences.rr_epsilon(self.epsilon_, (delta - self.delta_) / (1.0 - self.delta_))
+
+    def _group(self, k: int) -> ApproxDP:
+        # Dwork–Roth 2014, Thm 2.2 / Vadhan 2017 Lemma 2.2: (kε, k·e^{(k−1)ε}·δ)-DP for groups of k.
+        if self.delta_ == 0.0:
+            return ApproxDP(k * self.epsilon_, 0.0)
+        log_d = math.log(k) + (k - 1) * self.epsilon_ + math.log(self.delta_)
+        if log_d >= 0.0:
+            raise NotImplied(
+                f"group privacy of {self!r} for k={k} is vacuous: k·e^((k−1)ε)·δ ≥ 1"
+            )
+        return ApproxDP(k * self.epsilon_, math.exp(log_d))
+
+
+@dataclass(frozen=True, slots=True)
+class ZCDP(Guarantee):
+    """(ξ, ρ)-zero-concentrated DP [Bun–Steinke 2016, Def 1.1]: D_α ≤ ξ + ρα for every α > 1.
+
+    ``ZCDP(rho)`` is ρ-zCDP (ξ = 0). (ε, δ) conversions take the minimum of Canonne–Kamath–Steinke
+    2020 Cor 13 (continuous optimum over α; never worse than BS16 Lemma 3.5), BS16 Lemma 3.6 and the
+    Bretagnolle–Huber total-variation bound; ρ = 0 is pure ξ-DP (BS16 Lemma 3.2), answered exactly.
+
+    Args:
+        rho: ρ ≥ 0.
+        xi: ξ ≥ −ρ (a negative ξ arises from mean-concentrated DP; D_α ≥ 0 forces ξ + ρ ≥ 0).
+    """
+
+    rho: float
+    xi: float = 0.0
+    notion: ClassVar[str] = "zCDP"
+
+    def __post_init__(self) -> None:
+        rho = _validate.nonnegative("rho", self.rho)
+        xi = _validate.real("xi", self.xi)
+        if xi < -rho:
+            raise InvalidParameter(f"xi must be >= -rho (= {-rho!r}), got {xi!r}")
+        object.__setattr__(self, "rho", rho)
+        object.__setattr__(self, "xi", xi)
+
+    def _renyi(self, alpha: float) -> float:
+        if alpha == math.inf:
+            return self.xi if self.rho == 0.0 else math.inf
+        return self.xi + self.rho * alpha
+
+    def _delta(self, epsilon: float) -> float:
+        return _tails.zcdp_delta(self.rho, self.xi, epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        return _tails.zcdp_epsilon(self.rho, self.xi, delta)
+
+    def _group(self, k: int) -> ZCDP:
+        if self.xi == 0.0:
+            return ZCDP(k * k * self.rho)  # BS16 Prop 1.9 (tight for the Gaussian mechanism)
+        if self.rho == 0.0:
+            return ZCDP(0.0, k * self.xi)  # pure ξ-DP (BS16 Lemma 3.2) and group privacy of pure DP
+        raise NoExplicitBound("group privacy of (ξ, ρ)-zCDP with ξ, ρ > 0 is not implemented")
+
+
+@dataclass(frozen=True, slots=True)
+class ApproxZCDP(Guarantee):
+    """δ-approximate (ξ, ρ)-zCDP [Bun–Steinke 2016, Def 1.12].
+
+    Neighbouring output laws decompose as P = (1−δ)P′ + δP″, Q = (1−δ)Q′ + δQ″ with P′, Q′ satisfying
+    (ξ, ρ)-zCDP in both orders (the conditioning events of Def 1.12 give this decomposition). Hence
+    P(S) ≤ (1−δ)(e^ε Q′(S) + δ′) + δ ≤ e^ε Q(S) + δ + (1−δ)δ′, where δ′ is the zCDP profile:
+    ``delta(ε) = δ + (1−δ)·ZCDP(ρ, ξ).delta(ε)``.
+
+    Args:
+        rho: ρ ≥ 0.
+        delta: δ in [0, 1).
+        xi: ξ ≥ −ρ.
+    """
+
+    rho: float
+    delta_: float
+    xi: float = 0.0
+    notion: ClassVar[str] = "approximate zCDP"
+
+    def __init__(self, rho: float, delta: float, xi: float = 0.0) -> None:
+        inner = ZCDP(rho, xi)
+        object.__setattr__(self, "rho", inner.rho)
+        object.__setattr__(self, "delta_", _validate.probability("delta", delta))
+        object.__setattr__(self, "xi", inner.xi)
+
+    def __repr__(self) -> str:
+        return f"ApproxZCDP(rho={self.rho!r}, delta={self.delta_!r}, xi={self.xi!r})"
+
+    @property
+    def zcdp_part(self) -> ZCDP:
+        """The (ξ, ρ)-zCDP guarantee of the 1 − δ part."""
+        return ZCDP(self.rho, self.xi)
+
+    def _renyi(self, alpha: float) -> float:
+        return math.inf if self.delta_ > 0 else self.zcdp_part._renyi(alpha)
+
+    def _delta(self, epsilon: float) -> float:
+        return self.delta_ + (1.0 - self.delta_) * self.zcdp_part._delta(epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        if delta < self.delta_:
+            return math.inf
+        return self.zcdp_part._epsilon((delta - self.delta_) / (1.0 - self.delta_))
+
+
+@dataclass(frozen=True, slots=True)
+class MCDP(Guarantee):
+    """(μ, τ)-mean-concentrated DP [Dwork–Rothblum 2016; BS16 Def 4.1].
+
+    E[Z] ≤ μ and E[e^{λ(Z − E[Z])}] ≤ e^{λ²τ²/2} for all λ. Answers through BS16 Lemma 4.2:
+    (μ, τ)-mCDP ⇒ (μ − τ²/2, τ²/2)-zCDP.
+    """
+
+    mu: float
+    tau: float
+    notion: ClassVar[str] = "mCDP"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mu", _validate.nonnegative("mu", self.mu))
+        object.__setattr__(self, "tau", _validate.nonnegative("tau", self.tau))
+
+    @property
+    def zcdp(self) -> ZCDP:
+        """The zCDP guarantee of BS16 Lemma 4.2."""
+        rho = 0.5 * self.tau * self.tau
+        return ZCDP(rho, max(self.mu - rho, -rho))
+
+    def _renyi(self, alpha: float) -> float:
+        return self.zcdp._renyi(alpha)
+
+    def _delta(self, epsilon: float) -> float:
+        return self.zcdp._delta(epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        return self.zcdp._epsilon(delta)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedRange(Guarantee):
+    """η-bounded range [Durfee–Rogers 2019; Rogers–Steinke 2021, Def 1].
+
+    For every neighbouring pair the privacy loss takes values in an interval [t − η, t]. The
+    exponential mechanism with parameter ε is ε-BR. Implies η-DP; its profile, RDP curve and
+    group guarantee are exact (two-point pairs GRR_t, see :mod:`sharpdp._divergences`).
+
+    Args:
+        eta: η ≥ 0 (``inf`` allowed).
+    """
+
+    eta: float
+    notion: ClassVar[str] = "bounded range"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "eta", _validate.nonnegative("eta", self.eta, allow_inf=True))
+
+    def _renyi(self, alpha: float) -> float:
+        return _divergences.br_renyi(self.eta, alpha)
+
+    def _delta(self, epsilon: float) -> float:
+        return _divergences.br_delta(self.eta, epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        return _divergences.br_epsilon(self.eta, delta)
+
+    def _group(self, k: int) -> BoundedRange:
+        # The loss between inputs k apart is a sum of k losses, each confined to a width-η interval.
+        return BoundedRange(k * self.eta)
+
+
+@dataclass(frozen=True, slots=True)
+class GDP(Guarantee):
+    """μ-Gaussian DP [Dong–Roth–Su 2019]: the trade-off curve is at least that of N(0,1) vs N(μ,1).
+
+    Exact profile δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) [DRS Cor 2.13]; D_α = αμ²/2 (the
+    Gaussian pair dominates and Rényi divergence obeys post-processing).
+
+    Args:
+        mu: μ ≥ 0 (``inf`` allowed).
+    """
+
+    mu: float
+    notion: ClassVar[str] = "Gaussian DP"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mu", _validate.nonnegative("mu", self.mu, allow_inf=True))
+
+    def _renyi(self, alpha: float) -> float:
+        if self.mu == 0.0:
+            return 0.0
+        return math.inf if alpha == math.inf else 0.5 * alpha * self.mu * self.mu
+
+    def _delta(self, epsilon: float) -> float:
+        return _divergences.gaussian_delta(self.mu, epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        return _divergences.gaussian_epsilon(self.mu, delta)
+
+    def _group(self, k: int) -> GDP:
+        return GDP(k * self.mu)  # DRS 2019, Thm 2.14
+
+
+@dataclass(frozen=True, slots=True)
+class RDP(Guarantee):
+    """Rényi DP [Mironov 2017]: D_α ≤ ε(α) at the given orders (or for all α, from a function).
+
+    ``RDP(orders, epsilons)`` certifies the curve only at the listed orders; between them
+    ``renyi(α)`` uses that D_α is non-decreasing in α and that (α − 1)D_α is convex in α (both
+    theorems, van Erven–Harremoës 2014), so the interpolated value is still a valid bound.
+    ``RDP.from_function(f)`` trusts f(α) for every α ∈ [1, ∞].
+
+    Args:
+        orders: orders α ≥ 1 (``inf`` allowed).
+        epsilons: the bounds ε(α) ≥ 0 (``inf`` allowed), one per order.
+    """
+
+    orders: tuple[float, ...]
+    epsilons: tuple[float, ...]
+    function: Callable[[float], float] | None = field(default=None, compare=False)
+    notion: ClassVar[str] = "Rényi DP"
+
+    def __post_init__(self) -> None:
+        if self.function is not None:
+            if not callable(self.function):
+                raise InvalidParameter(f"function must be callable, got {self.function!r}")
+            return
+        orders = _as_tuple("orders", self.orders)
+        epsilons = _as_tuple("epsilons", self.epsilons)
+        if len(orders) != len(epsilons):
+            raise InvalidParameter(
+                f"orders and epsilons must have the same length, got {len(orders)} and {len(epsilons)}"
+            )
+        if not orders:
+            raise InvalidParameter("orders must not be empty")
+        best: dict[float, float] = {}
+        for a, e in zip(orders, epsilons, strict=True):
+            a = _validate.order("orders[i]", a)
+            e = _validate.nonnegative("epsilons[i]", e, allow_inf=True)
+            best[a] = min(e, best.get(a, math.inf))
+        ordered = sorted(best.items())
+        object.__setattr__(self, "orders", tuple(a for a, _ in ordered))
+        object.__setattr__(self, "epsilons", tuple(e for _, e in ordered))
+
+    @classmethod
+    def from_function(cls, function: Callable[[float], float]) -> Self:
+        """An RDP guarantee given by a function α ↦ ε(α), trusted for every α ∈ [1, ∞]."""
+        if not callable(function):
+            raise InvalidParameter(f"function must be callable, got {function!r}")
+        return cls((), (), function)
+
+    def points(self) -> Iterable[tuple[float, float]]:
+        """The (α, ε(α)) pairs given at construction (empty for a function curve)."""
+        return zip(self.orders, self.epsilons, strict=True)
+
+    def _renyi(self, alpha: float) -> float:
+        if self.function is not None:
+            value = self.function(alpha)
+            if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or value < 0:
+                raise InvalidParameter(
+                    f"the RDP function returned {value!r} at alpha={alpha!r}; expected a float >= 0"
+                )
+            return float(value)
+        best = math.inf
+        prev: tuple[float, float] | None = None
+        for a, e in self.points():
+            if a >= alpha:
+                best = min(best, e)  # monotonicity of D_α in α
+                if prev is not None and a < math.inf and e < math.inf and prev[1] < math.inf:
+                    # convexity of (α − 1)D_α between the neighbouring orders
+                    a0, e0 = prev
+                    w = (a - alpha) / (a - a0)
+                    h = w * (a0 - 1.0) * e0 + (1.0 - w) * (a - 1.0) * e
+                    if alpha > 1.0:
+                        best = min(best, h / (alpha - 1.0))
+                break
+            prev = (a, e)
+        if alpha < math.inf:
+            # later orders also bound D_α by monotonicity
+            for a, e in self.points():
+                if a > alpha:
+                    best = min(best, e)
+        return best
+
+    def _delta(self, epsilon: float) -> float:
+        if self.function is not None:
+            return Guarantee._delta(self, epsilon)
+        return _tails.rdp_curve_delta(self.points(), epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        if self.function is not None:
+            return Guarantee._epsilon(self, delta)
+        return _tails.rdp_curve_epsilon(self.points(), delta)
+
+
+def _as_tuple(name: str, values: object) -> tuple[float, ...]:
+    if isinstance(values, str | bytes):
+        raise InvalidParameter(f"{name} must be a sequence of numbers, got {values!r}")
+    try:
+        items = tuple(values)  # type: ignore[call-overload]
+    except TypeError:
+        items = (values,)
+    return tuple(items)
