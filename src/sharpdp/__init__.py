@@ -1,4 +1,4 @@
-"""sharpdp: differential privacy where every privacy number is a valid bound, and the sharpest known.
+"""sharpdp: differential privacy where every privacy number is a valid bound, the sharpest known.
 
 Quick start::
 
@@ -29,12 +29,12 @@ from sharpdp.guarantees import (
     GDP,
     MCDP,
     RDP,
+    ZCDP,
     ApproxDP,
     ApproxZCDP,
     BoundedRange,
     Guarantee,
     PureDP,
-    ZCDP,
 )
 from sharpdp.mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 
@@ -44,6 +44,7 @@ __all__ = [
     "GDP",
     "MCDP",
     "RDP",
+    "ZCDP",
     "ApproxDP",
     "ApproxZCDP",
     "BoundedRange",
@@ -60,7 +61,6 @@ __all__ = [
     "PureDP",
     "RandomizedResponse",
     "SharpDPError",
-    "ZCDP",
     "__version__",
     "convert",
 ]

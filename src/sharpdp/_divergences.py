@@ -31,7 +31,7 @@ __all__ = [
 _SQRT2 = math.sqrt(2.0)
 
 
-# --- randomized response (pure ε-DP worst case) ---------------------------------------------------
+# --- randomized response (pure ε-DP worst case) --------------------------------------------------
 
 
 def rr_renyi(epsilon: float, alpha: float, categories: int = 2) -> float:
@@ -82,7 +82,7 @@ def rr_epsilon(epsilon0: float, delta: float, categories: int = 2) -> float:
     return max(0.0, epsilon0 + math.log1p(-x))
 
 
-# --- Laplace ---------------------------------------------------------------------------------------
+# --- Laplace -------------------------------------------------------------------------------------
 
 
 def laplace_delta(epsilon0: float, epsilon: float) -> float:
@@ -166,7 +166,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     )
 
 
-# --- bounded range ---------------------------------------------------------------------------------
+# --- bounded range -------------------------------------------------------------------------------
 
 
 def _grr_pair(eta: float, t: float) -> tuple[list[float], list[float]]:

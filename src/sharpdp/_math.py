@@ -139,8 +139,8 @@ def smallest_valid(
 
     Bisection keeping the invariant ``is_valid(hi)``: the returned value is always a point where the
     predicate was *checked* to hold, so it errs towards the valid side (larger x) by at most
-    ``rtol·x + atol``. If ``is_valid(hi)`` fails, ``hi`` is doubled (at most ``max_doublings`` times)
-    before giving up with :class:`NumericalError`.
+    ``rtol·x + atol``. If ``is_valid(hi)`` fails, ``hi`` is doubled (at most ``max_doublings``
+    times) before giving up with :class:`NumericalError`.
     """
     if is_valid(lo):
         return lo

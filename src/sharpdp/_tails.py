@@ -49,7 +49,9 @@ def cks20_epsilon(alpha: float, tau: float, delta: float) -> float:
     if math.isinf(tau) or delta <= 0.0:
         return math.inf
     lam = alpha - 1.0
-    return max(0.0, tau + (-math.log(delta) + lam * math.log1p(-1.0 / alpha) - math.log(alpha)) / lam)
+    return max(
+        0.0, tau + (-math.log(delta) + lam * math.log1p(-1.0 / alpha) - math.log(alpha)) / lam
+    )
 
 
 def kl_tv_delta(kl: float) -> float:
@@ -68,6 +70,7 @@ def zcdp_cks20_delta(rho: float, xi: float, epsilon: float) -> float:
     Minimises f(α) = (α−1)(ξ + ρα − ε + log(1 − 1/α)) − log α; f is convex with
     f'(α) = ξ + (2α−1)ρ − ε + log(1 − 1/α), increasing from −∞ (α → 1) to +∞.
     """
+
     def fprime(a: float) -> float:
         return xi + (2.0 * a - 1.0) * rho - epsilon + math.log1p(-1.0 / a)
 
@@ -75,7 +78,9 @@ def zcdp_cks20_delta(rho: float, xi: float, epsilon: float) -> float:
     while fprime(hi) < 0.0:
         hi *= 2.0
     lo = 1.0 + 1e-15
-    alpha = _math.root_of_increasing(fprime, lo, hi, what="zCDP delta order") if fprime(lo) < 0 else hi
+    alpha = (
+        _math.root_of_increasing(fprime, lo, hi, what="zCDP delta order") if fprime(lo) < 0 else hi
+    )
     return cks20_delta(alpha, xi + rho * alpha, epsilon)
 
 
@@ -142,7 +147,8 @@ def zcdp_epsilon(rho: float, xi: float, delta: float) -> float:
     if delta >= kl_tv_delta(max(xi + rho, 0.0)):
         return 0.0
     best = min(zcdp_cks20_epsilon(rho, xi, delta), bs16_lemma35_epsilon(rho, xi, delta))
-    # BS16 Lemma 3.6 may beat CKS20 in some regimes: invert it on [ξ + ρ, best] by certified bisection.
+    # BS16 Lemma 3.6 may beat CKS20 in some regimes: invert it on [ξ + ρ, best] by certified
+    # bisection.
     lo = xi + rho
     if bs16_lemma36_delta(rho, xi, best) <= delta and best > lo:
         e36 = _math.smallest_valid(lambda e: bs16_lemma36_delta(rho, xi, e) <= delta, lo, best)
@@ -185,6 +191,7 @@ def optimise_over_orders(
     bound: Callable[[float], float], lo: float = 1.0 + 1e-6, hi: float = 1e6
 ) -> float:
     """min over α ∈ [lo, hi] of ``bound(α)`` (each value a valid bound), searched on log(α − 1)."""
+
     def on_log_scale(u: float) -> float:
         return bound(1.0 + math.exp(u))
 

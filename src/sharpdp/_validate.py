@@ -18,7 +18,9 @@ __all__ = ["integer", "nonnegative", "order", "positive", "probability", "real"]
 def real(name: str, value: object, *, allow_inf: bool = False) -> float:
     """Return ``value`` as a float, rejecting non-reals, booleans, NaN and (unless allowed) ±inf."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidParameter(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+        raise InvalidParameter(
+            f"{name} must be a real number, got {value!r} ({type(value).__name__})"
+        )
     x = float(value)
     if math.isnan(x):
         raise InvalidParameter(f"{name} must not be NaN")

@@ -12,6 +12,7 @@ Conversions to (ε, δ)-DP need one of ``delta=`` or ``epsilon=`` and use the gu
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,12 +24,12 @@ from sharpdp.guarantees import (
     GDP,
     MCDP,
     RDP,
+    ZCDP,
     ApproxDP,
     ApproxZCDP,
     BoundedRange,
     Guarantee,
     PureDP,
-    ZCDP,
 )
 
 __all__ = [
@@ -114,7 +115,7 @@ def routes(source: Guarantee, target: type[Guarantee]) -> list[Route]:
     """Every registered route that applies to ``source`` (most specific source type first)."""
     found: list[Route] = []
     for klass in type(source).__mro__:
-        found.extend(_REGISTRY.get((klass, target), []))  # type: ignore[arg-type]
+        found.extend(_REGISTRY.get((klass, target), []))
     return found
 
 
@@ -132,7 +133,9 @@ def _sharpness(g: Guarantee) -> tuple[float, ...]:
     return fn(g) if fn is not None else (0.0,)
 
 
-def explain(source: Guarantee, target: type[Guarantee]) -> list[tuple[Route, Guarantee | SharpDPError]]:
+def explain(
+    source: Guarantee, target: type[Guarantee]
+) -> list[tuple[Route, Guarantee | SharpDPError]]:
     """Run every applicable route; return (route, result or the library error it raised)."""
     out: list[tuple[Route, Guarantee | SharpDPError]] = []
     for route in routes(source, target):
@@ -205,7 +208,7 @@ def convert(
             return cast(T, result)
         results.append(result)
     if not results:
-        why = "; ".join(reasons) or "no conversion route is known"
+        why = reasons[0] if reasons else "no conversion route is known"
         raise NotImplied(f"{source!r} implies no {target.__name__} guarantee ({why})")
     return cast(T, min(results, key=_sharpness))
 
@@ -226,10 +229,16 @@ def _to_approx_dp(source: Guarantee, delta: float | None, epsilon: float | None)
     return ApproxDP(e, d)
 
 
-# --- pure DP ---------------------------------------------------------------------------------------
+# --- pure DP -------------------------------------------------------------------------------------
 
 
-@register(PureDP, ZCDP, name="steinke24-thm5", theorem="Steinke 2024 Thm 5: ε-DP ⇒ ε·tanh(ε/2)-zCDP (tight)", tight=True)
+@register(
+    PureDP,
+    ZCDP,
+    name="steinke24-thm5",
+    theorem="Steinke 2024 Thm 5: ε-DP ⇒ ε·tanh(ε/2)-zCDP (tight)",
+    tight=True,
+)
 def pure_dp_to_zcdp(g: PureDP) -> ZCDP:
     """ε-DP ⇒ ρ-zCDP with ρ = ε·tanh(ε/2) = ε(e^ε − 1)/(e^ε + 1).
 
@@ -239,32 +248,61 @@ def pure_dp_to_zcdp(g: PureDP) -> ZCDP:
     return ZCDP(g.epsilon_ * math.tanh(0.5 * g.epsilon_))
 
 
-@register(PureDP, ZCDP, name="bs16-prop1.4", theorem="Bun–Steinke 2016 Prop 1.4: ε-DP ⇒ ε²/2-zCDP (classical)", default=False)
+@register(
+    PureDP,
+    ZCDP,
+    name="bs16-prop1.4",
+    theorem="Bun–Steinke 2016 Prop 1.4: ε-DP ⇒ ε²/2-zCDP (classical)",
+    default=False,
+)
 def pure_dp_to_zcdp_bs16(g: PureDP) -> ZCDP:
     """ε-DP ⇒ ε²/2-zCDP [Bun–Steinke 2016, Prop 1.4/3.3]. Valid, loose (kept for comparison)."""
     return ZCDP(0.5 * g.epsilon_ * g.epsilon_)
 
 
-@register(PureDP, ZCDP, name="bs16-lemma3.2", theorem="Bun–Steinke 2016 Lemma 3.2: ε-DP ⇔ (ε, 0)-zCDP", default=False)
+@register(
+    PureDP,
+    ZCDP,
+    name="bs16-lemma3.2",
+    theorem="Bun–Steinke 2016 Lemma 3.2: ε-DP ⇔ (ε, 0)-zCDP",
+    default=False,
+)
 def pure_dp_to_zcdp_xi(g: PureDP) -> ZCDP:
     """ε-DP ⇔ (ξ = ε, ρ = 0)-zCDP [Bun–Steinke 2016, Lemma 3.2]. Exact (an equivalence)."""
     return ZCDP(0.0, g.epsilon_)
 
 
-@register(PureDP, BoundedRange, name="rs21-lemma2", theorem="Rogers–Steinke 2021 Lemma 2: ε-DP ⇒ 2ε-BR", tight=True)
+@register(
+    PureDP,
+    BoundedRange,
+    name="rs21-lemma2",
+    theorem="Rogers–Steinke 2021 Lemma 2: ε-DP ⇒ 2ε-BR",
+    tight=True,
+)
 def pure_dp_to_bounded_range(g: PureDP) -> BoundedRange:
     """ε-DP ⇒ 2ε-BR: the loss lies in [−ε, ε] [Rogers–Steinke 2021, Lemma 2]. Tight (RR)."""
     return BoundedRange(2.0 * g.epsilon_)
 
 
-@register(PureDP, GDP, name="pure-dp-tradeoff", theorem="ε-DP ⇒ μ-GDP, μ = 2Φ⁻¹(e^ε/(1+e^ε)) (Dong–Roth–Su 2019 trade-off functions)", tight=True)
-@register(Guarantee, GDP, name="via-pure-dp", theorem="max-divergence ε, then ε-DP ⇒ μ-GDP with μ = 2Φ⁻¹(e^ε/(1+e^ε))")
+@register(
+    PureDP,
+    GDP,
+    name="pure-dp-tradeoff",
+    theorem="ε-DP ⇒ μ-GDP, μ = 2Φ⁻¹(e^ε/(1+e^ε)) (Dong–Roth–Su 2019 trade-off functions)",
+    tight=True,
+)
+@register(
+    Guarantee,
+    GDP,
+    name="via-pure-dp",
+    theorem="max-divergence ε, then ε-DP ⇒ μ-GDP with μ = 2Φ⁻¹(e^ε/(1+e^ε))",
+)
 def pure_dp_to_gdp(g: Guarantee) -> GDP:
     """ε-DP ⇒ μ-GDP with μ = 2Φ^{-1}(e^ε/(1 + e^ε)) (tight).
 
     The trade-off curve of ε-DP [Dong–Roth–Su 2019, Prop 2.5 with δ = 0] is piecewise linear
-    through (0, 1), (1/(1+e^ε), 1/(1+e^ε)) and (1, 0); the convex G_μ lies below it iff it lies below
-    the corner: Φ(Φ^{-1}(e^ε/(1+e^ε)) − μ) ≤ 1/(1+e^ε). Computed as μ·(1 + 4ulp) to err upwards.
+    through (0, 1), (1/(1+e^ε), 1/(1+e^ε)) and (1, 0); the convex G_μ lies below it iff it lies
+    below the corner: Φ(Φ^{-1}(e^ε/(1+e^ε)) − μ) ≤ 1/(1+e^ε). Computed as μ·(1 + 4ulp) to err upwards.
     """
     eps = g.renyi(math.inf)
     if math.isinf(eps):
@@ -276,23 +314,39 @@ def pure_dp_to_gdp(g: Guarantee) -> GDP:
     return GDP(mu * (1.0 + 4 * 2.0**-52))
 
 
-# --- generic routes (every guarantee, through its own methods) -------------------------------------
+# --- generic routes (every guarantee, through its own methods) -----------------------------------
 
 
-@register(Guarantee, PureDP, name="max-divergence", theorem="D_∞ = ε: ε-DP is D_∞ ≤ ε (BS16 Lemma 3.2)", tight=True)
+@register(
+    Guarantee,
+    PureDP,
+    name="max-divergence",
+    theorem="D_∞ = ε: ε-DP is D_∞ ≤ ε (BS16 Lemma 3.2)",
+    tight=True,
+)
 def guarantee_to_pure_dp(g: Guarantee) -> PureDP:
     """The max-divergence bound D_∞ ≤ ε is exactly ε-DP. Exact given the source's D_∞ bound."""
     eps = g.renyi(math.inf)
     if math.isinf(eps):
-        raise NotImplied(f"{g!r} implies no finite pure-DP epsilon (its max-divergence is unbounded)")
+        raise NotImplied(
+            f"{g!r} implies no finite pure-DP epsilon (its max-divergence is unbounded)"
+        )
     return PureDP(eps)
 
 
-@register(Guarantee, RDP, name="renyi-curve", theorem="the source's own Rényi bounds (exact curve where known)", tight=True)
+@register(
+    Guarantee,
+    RDP,
+    name="renyi-curve",
+    theorem="the source's own Rényi bounds (exact curve where known)",
+    tight=True,
+)
 def guarantee_to_rdp(g: Guarantee) -> RDP:
     """The source's Rényi curve α ↦ g.renyi(α) as an RDP guarantee (no loss)."""
     if math.isinf(g.renyi(1.0)):
-        raise NotImplied(f"{g!r} implies no Rényi-DP bound at any order (e.g. δ > 0 allows infinite loss)")
+        raise NotImplied(
+            f"{g!r} implies no Rényi-DP bound at any order (e.g. δ > 0 allows infinite loss)"
+        )
     return RDP.from_function(g.renyi)
 
 
@@ -301,12 +355,22 @@ def _guarantee_to_zcdp_via_pure(g: Guarantee) -> ZCDP:
     return pure_dp_to_zcdp(guarantee_to_pure_dp(g))
 
 
-@register(Guarantee, BoundedRange, name="via-pure-dp", theorem="max-divergence ε, then ε-DP ⇒ 2ε-BR (Rogers–Steinke 2021 Lemma 2)")
+@register(
+    Guarantee,
+    BoundedRange,
+    name="via-pure-dp",
+    theorem="max-divergence ε, then ε-DP ⇒ 2ε-BR (Rogers–Steinke 2021 Lemma 2)",
+)
 def _guarantee_to_br_via_pure(g: Guarantee) -> BoundedRange:
     return pure_dp_to_bounded_range(guarantee_to_pure_dp(g))
 
 
-@register(Guarantee, ZCDP, name="certified-rdp-sup", theorem="ρ = sup_α D_α/α bounded on cells of orders (monotonicity of D_α in α)")
+@register(
+    Guarantee,
+    ZCDP,
+    name="certified-rdp-sup",
+    theorem="ρ = sup_α D_α/α bounded on cells of orders (monotonicity of D_α in α)",
+)
 def guarantee_to_zcdp_certified(g: Guarantee) -> ZCDP:
     """ρ-zCDP with ρ a *certified* upper bound on sup_{α>1} D_α/α of the source's Rényi curve.
 
@@ -347,7 +411,7 @@ def guarantee_to_zcdp_certified(g: Guarantee) -> ZCDP:
         for (a, b), ub in zip(cells, ubs, strict=True):
             if ub > threshold and b - a > 1e-15 * b:
                 pts = [a + (b - a) * i / 4.0 for i in range(5)]
-                refined.extend(zip(pts[:-1], pts[1:], strict=True))
+                refined.extend(itertools.pairwise(pts))
             else:
                 refined.append((a, b))
         cells = refined
@@ -355,16 +419,27 @@ def guarantee_to_zcdp_certified(g: Guarantee) -> ZCDP:
     return ZCDP(max(upper, tail) * (1.0 + 1e-12))
 
 
-# --- bounded range ---------------------------------------------------------------------------------
+# --- bounded range -------------------------------------------------------------------------------
 
 
-@register(BoundedRange, PureDP, name="rs21-lemma2", theorem="Rogers–Steinke 2021 Lemma 2: η-BR ⇒ η-DP", tight=True)
+@register(
+    BoundedRange,
+    PureDP,
+    name="rs21-lemma2",
+    theorem="Rogers–Steinke 2021 Lemma 2: η-BR ⇒ η-DP",
+    tight=True,
+)
 def bounded_range_to_pure_dp(g: BoundedRange) -> PureDP:
     """η-BR ⇒ η-DP [Rogers–Steinke 2021, Lemma 2]: the loss interval [t − η, t] contains 0."""
     return PureDP(g.eta)
 
 
-@register(BoundedRange, ZCDP, name="cr21", theorem="Cesar–Rogers 2021 (Rogers–Steinke 2021 Thm 5): η-BR ⇒ η²/8-zCDP")
+@register(
+    BoundedRange,
+    ZCDP,
+    name="cr21",
+    theorem="Cesar–Rogers 2021 (Rogers–Steinke 2021 Thm 5): η-BR ⇒ η²/8-zCDP",
+)
 def bounded_range_to_zcdp(g: BoundedRange) -> ZCDP:
     """η-BR ⇒ η²/8-zCDP [Cesar–Rogers 2021; Rogers–Steinke 2021, Thm 5, via Hoeffding's lemma].
 
@@ -373,14 +448,20 @@ def bounded_range_to_zcdp(g: BoundedRange) -> ZCDP:
     return ZCDP(g.eta * g.eta / 8.0)
 
 
-@register(BoundedRange, RDP, name="exact-br-curve", theorem="exact RDP of η-BR: sup over GRR_t, closed-form maximiser", tight=True)
+@register(
+    BoundedRange,
+    RDP,
+    name="exact-br-curve",
+    theorem="exact RDP of η-BR: sup over GRR_t, closed-form maximiser",
+    tight=True,
+)
 def bounded_range_to_rdp(g: BoundedRange) -> RDP:
     """The exact RDP curve of η-BR (sup over the two-point pairs GRR_t; exact, see _divergences)."""
     eta = g.eta
     return RDP.from_function(lambda a: _divergences.br_renyi(eta, a))
 
 
-# --- zCDP, mCDP ------------------------------------------------------------------------------------
+# --- zCDP, mCDP ----------------------------------------------------------------------------------
 
 
 def zcdp_to_approx_dp(g: ZCDP, delta: float) -> ApproxDP:
@@ -398,20 +479,28 @@ def zcdp_to_approx_dp(g: ZCDP, delta: float) -> ApproxDP:
 
 
 def zcdp_to_approx_dp_bs16(g: ZCDP, delta: float) -> ApproxDP:
-    """(ξ, ρ)-zCDP ⇒ (ξ + ρ + 2√(ρ log 1/δ), δ)-DP [Bun–Steinke 2016, Lemma 3.5]. Classical; loose."""
+    """(ξ, ρ)-zCDP ⇒ (ξ + ρ + 2√(ρ log 1/δ), δ)-DP [Bun–Steinke 2016, Lemma 3.5] (loose)."""
     d = _validate.probability("delta", delta)
     if d == 0.0:
         raise NotImplied("BS16 Lemma 3.5 needs delta > 0")
     return ApproxDP(max(0.0, _tails.bs16_lemma35_epsilon(g.rho, g.xi, d)), d)
 
 
-@register(ZCDP, RDP, name="bs16-def1.1", theorem="Bun–Steinke 2016 Def 1.1: D_α ≤ ξ + ρα (exact)", tight=True)
+@register(
+    ZCDP,
+    RDP,
+    name="bs16-def1.1",
+    theorem="Bun–Steinke 2016 Def 1.1: D_α ≤ ξ + ρα (exact)",
+    tight=True,
+)
 def zcdp_to_rdp(g: ZCDP) -> RDP:
     """(ξ, ρ)-zCDP is D_α ≤ ξ + ρα for all α [BS16 Def 1.1]. Exact."""
     return RDP.from_function(g.renyi)
 
 
-@register(ZCDP, MCDP, name="bs16-lemma4.3", theorem="Bun–Steinke 2016 Lemma 4.3 (only O(·) constants)")
+@register(
+    ZCDP, MCDP, name="bs16-lemma4.3", theorem="Bun–Steinke 2016 Lemma 4.3 (only O(·) constants)"
+)
 def zcdp_to_mcdp(g: ZCDP) -> MCDP:
     """(ξ, ρ)-zCDP ⇒ (ξ + ρ, O(√(ξ + 2ρ)))-mCDP [BS16 Lemma 4.3].
 
@@ -424,16 +513,26 @@ def zcdp_to_mcdp(g: ZCDP) -> MCDP:
     )
 
 
-@register(MCDP, ZCDP, name="bs16-lemma4.2", theorem="Bun–Steinke 2016 Lemma 4.2: (μ, τ)-mCDP ⇒ (μ − τ²/2, τ²/2)-zCDP")
+@register(
+    MCDP,
+    ZCDP,
+    name="bs16-lemma4.2",
+    theorem="Bun–Steinke 2016 Lemma 4.2: (μ, τ)-mCDP ⇒ (μ − τ²/2, τ²/2)-zCDP",
+)
 def mcdp_to_zcdp(g: MCDP) -> ZCDP:
     """(μ, τ)-mCDP ⇒ (μ − τ²/2, τ²/2)-zCDP [BS16 Lemma 4.2]. Tight for the Gaussian mechanism."""
     return g.zcdp
 
 
-# --- approximate DP and approximate zCDP -----------------------------------------------------------
+# --- approximate DP and approximate zCDP ---------------------------------------------------------
 
 
-@register(ApproxDP, ApproxZCDP, name="bs16-prop1.13", theorem="Bun–Steinke 2016 Prop 1.13: (ε, δ)-DP ⇒ δ-approximate (ε, 0)-zCDP")
+@register(
+    ApproxDP,
+    ApproxZCDP,
+    name="bs16-prop1.13",
+    theorem="Bun–Steinke 2016 Prop 1.13: (ε, δ)-DP ⇒ δ-approximate (ε, 0)-zCDP",
+)
 def approx_dp_to_approx_zcdp(g: ApproxDP) -> ApproxZCDP:
     """(ε, δ)-DP ⇒ δ-approximate (ξ = ε, ρ = 0)-zCDP [BS16 Prop 1.13]. Loses nothing: the
     resulting profile δ + (1 − δ)·δ_RR(ε) is exactly the tight (ε, δ)-DP profile."""
@@ -446,7 +545,9 @@ def _guarantee_to_approx_zcdp(g: Guarantee) -> ApproxZCDP:
     return ApproxZCDP(z.rho, 0.0, z.xi)
 
 
-@register(ApproxDP, ZCDP, name="impossible", theorem="(ε, δ>0)-DP allows infinite loss with probability δ")
+@register(
+    ApproxDP, ZCDP, name="impossible", theorem="(ε, δ>0)-DP allows infinite loss with probability δ"
+)
 def _approx_dp_to_zcdp(g: ApproxDP) -> ZCDP:
     if g.delta_ == 0.0:
         return pure_dp_to_zcdp(PureDP(g.epsilon_))
@@ -456,7 +557,7 @@ def _approx_dp_to_zcdp(g: ApproxDP) -> ZCDP:
     )
 
 
-# --- GDP -------------------------------------------------------------------------------------------
+# --- GDP -----------------------------------------------------------------------------------------
 
 
 def gdp_to_approx_dp(g: GDP, delta: float) -> ApproxDP:
@@ -466,9 +567,15 @@ def gdp_to_approx_dp(g: GDP, delta: float) -> ApproxDP:
     return ApproxDP(_divergences.gaussian_epsilon(g.mu, d), d)
 
 
-@register(GDP, ZCDP, name="gaussian-renyi", theorem="μ-GDP ⇒ μ²/2-zCDP (D_α of N(0,1) vs N(μ,1) is αμ²/2)", tight=True)
+@register(
+    GDP,
+    ZCDP,
+    name="gaussian-renyi",
+    theorem="μ-GDP ⇒ μ²/2-zCDP (D_α of N(0,1) vs N(μ,1) is αμ²/2)",
+    tight=True,
+)
 def gdp_to_zcdp(g: GDP) -> ZCDP:
-    """μ-GDP ⇒ μ²/2-zCDP: the Gaussian pair dominates and has D_α = αμ²/2 [BS16 Lemma 2.4]. Tight."""
+    """μ-GDP ⇒ μ²/2-zCDP: the Gaussian pair dominates, with D_α = αμ²/2 [BS16 Lemma 2.4]; tight."""
     if math.isinf(g.mu):
         raise NotImplied(f"{g!r} is vacuous")
     return ZCDP(0.5 * g.mu * g.mu)

@@ -31,12 +31,12 @@ __all__ = [
     "GDP",
     "MCDP",
     "RDP",
+    "ZCDP",
     "ApproxDP",
     "ApproxZCDP",
     "BoundedRange",
     "Guarantee",
     "PureDP",
-    "ZCDP",
 ]
 
 
@@ -103,14 +103,14 @@ class Guarantee:
         return math.inf
 
     def _delta(self, epsilon: float) -> float:
-        if (pure := self._renyi(math.inf)) < math.inf:
-            best = _divergences.rr_delta(pure, epsilon)
-        else:
-            best = 1.0
-        if epsilon == math.inf:
-            return min(best, 0.0 if self._renyi(1.0) < math.inf else 1.0)
-        best = min(best, _tails.kl_tv_delta(self._renyi(1.0)))
-        if best == 0.0 or self._renyi(2.0) == math.inf and self._renyi(1.0 + 1e-6) == math.inf:
+        # Generic route: the tight pure-DP profile if D_∞ is finite, the Bretagnolle–Huber bound on
+        # δ(0) = TV from the KL divergence, and CKS20 Prop 12 minimised over continuous α.
+        pure, kl = self._renyi(math.inf), self._renyi(1.0)
+        best = _divergences.rr_delta(pure, epsilon) if pure < math.inf else 1.0
+        if epsilon == math.inf:  # δ(∞) = P[Z = ∞], which is 0 when the KL divergence is finite
+            return min(best, 0.0 if kl < math.inf else 1.0)
+        best = min(best, _tails.kl_tv_delta(kl))
+        if best == 0.0 or self._renyi(1.0 + 1e-6) == math.inf:
             return best
         log_value = _tails.optimise_over_orders(
             lambda a: _tails.cks20_log_delta(a, self._renyi(a), epsilon)
@@ -118,23 +118,21 @@ class Guarantee:
         return min(best, _math.exp_up(log_value))
 
     def _epsilon(self, delta: float) -> float:
-        best = math.inf
-        if (pure := self._renyi(math.inf)) < math.inf:
-            best = _divergences.rr_epsilon(pure, delta)
-        if delta >= _tails.kl_tv_delta(self._renyi(1.0)):
+        # The same analyses as _delta, inverted.
+        pure, kl = self._renyi(math.inf), self._renyi(1.0)
+        best = _divergences.rr_epsilon(pure, delta) if pure < math.inf else math.inf
+        if delta >= _tails.kl_tv_delta(kl):
             return 0.0
         if delta == 0.0 or best == 0.0 or self._renyi(1.0 + 1e-6) == math.inf:
             return best
-        value = _tails.optimise_over_orders(
-            lambda a: _tails.cks20_epsilon(a, self._renyi(a), delta)
-        )
+        value = _tails.optimise_over_orders(lambda a: _tails.cks20_epsilon(a, self._renyi(a), delta))
         return min(best, value)
 
     def _group(self, k: int) -> Guarantee:
         raise NotImplied(f"no group-privacy bound is implemented for {type(self).__name__}")
 
 
-# ---------------------------------------------------------------------------------------------------
+# -------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +151,9 @@ class PureDP(Guarantee):
     notion: ClassVar[str] = "pure DP"
 
     def __init__(self, epsilon: float) -> None:
-        object.__setattr__(self, "epsilon_", _validate.nonnegative("epsilon", epsilon, allow_inf=True))
+        object.__setattr__(
+            self, "epsilon_", _validate.nonnegative("epsilon", epsilon, allow_inf=True)
+        )
 
     def __repr__(self) -> str:
         return f"PureDP(epsilon={self.epsilon_!r})"
@@ -189,7 +189,9 @@ class ApproxDP(Guarantee):
     notion: ClassVar[str] = "approximate DP"
 
     def __init__(self, epsilon: float, delta: float) -> None:
-        object.__setattr__(self, "epsilon_", _validate.nonnegative("epsilon", epsilon, allow_inf=True))
+        object.__setattr__(
+            self, "epsilon_", _validate.nonnegative("epsilon", epsilon, allow_inf=True)
+        )
         object.__setattr__(self, "delta_", _validate.probability("delta", delta))
 
     def __repr__(self) -> str:
@@ -212,9 +214,7 @@ class ApproxDP(Guarantee):
             return ApproxDP(k * self.epsilon_, 0.0)
         log_d = math.log(k) + (k - 1) * self.epsilon_ + math.log(self.delta_)
         if log_d >= 0.0:
-            raise NotImplied(
-                f"group privacy of {self!r} for k={k} is vacuous: k·e^((k−1)ε)·δ ≥ 1"
-            )
+            raise NotImplied(f"group privacy of {self!r} for k={k} is vacuous: k·e^((k−1)ε)·δ ≥ 1")
         return ApproxDP(k * self.epsilon_, math.exp(log_d))
 
 
@@ -459,7 +459,12 @@ class RDP(Guarantee):
     def _renyi(self, alpha: float) -> float:
         if self.function is not None:
             value = self.function(alpha)
-            if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or math.isnan(value)
+                or value < 0
+            ):
                 raise InvalidParameter(
                     f"the RDP function returned {value!r} at alpha={alpha!r}; expected a float >= 0"
                 )
@@ -499,8 +504,6 @@ class RDP(Guarantee):
 def _as_tuple(name: str, values: object) -> tuple[float, ...]:
     if isinstance(values, str | bytes):
         raise InvalidParameter(f"{name} must be a sequence of numbers, got {values!r}")
-    try:
-        items = tuple(values)  # type: ignore[call-overload]
-    except TypeError:
-        items = (values,)
-    return tuple(items)
+    if not isinstance(values, Iterable):
+        raise InvalidParameter(f"{name} must be a sequence of numbers, got {values!r}")
+    return tuple(values)

@@ -38,7 +38,9 @@ class Laplace(Mechanism):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scale", _validate.positive("scale", self.scale))
-        object.__setattr__(self, "sensitivity", _validate.nonnegative("sensitivity", self.sensitivity))
+        object.__setattr__(
+            self, "sensitivity", _validate.nonnegative("sensitivity", self.sensitivity)
+        )
 
     @property
     def epsilon0(self) -> float:
@@ -73,7 +75,9 @@ class Gaussian(Mechanism):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", _validate.positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", _validate.nonnegative("sensitivity", self.sensitivity))
+        object.__setattr__(
+            self, "sensitivity", _validate.nonnegative("sensitivity", self.sensitivity)
+        )
 
     @property
     def mu(self) -> float:
@@ -100,7 +104,13 @@ class Gaussian(Mechanism):
         return Gaussian(self.sigma, k * self.sensitivity)
 
 
-@register(Laplace, ZCDP, name="hm25", theorem="Harrison–Manurangsi 2025: Laplace is (ε0 + e^{−ε0} − 1)-zCDP (tight)", tight=True)
+@register(
+    Laplace,
+    ZCDP,
+    name="hm25",
+    theorem="Harrison–Manurangsi 2025: Laplace is (ε0 + e^{−ε0} − 1)-zCDP (tight)",
+    tight=True,
+)
 def laplace_to_zcdp(m: Laplace) -> ZCDP:
     """The ε0-DP Laplace mechanism is exactly (ε0 + e^{−ε0} − 1)-zCDP.
 
@@ -112,13 +122,21 @@ def laplace_to_zcdp(m: Laplace) -> ZCDP:
     return ZCDP(e0 + math.expm1(-e0))
 
 
-@register(Gaussian, ZCDP, name="bs16-prop1.6", theorem="Bun–Steinke 2016 Prop 1.6: Δ²/(2σ²)-zCDP (tight)", tight=True)
+@register(
+    Gaussian,
+    ZCDP,
+    name="bs16-prop1.6",
+    theorem="Bun–Steinke 2016 Prop 1.6: Δ²/(2σ²)-zCDP (tight)",
+    tight=True,
+)
 def gaussian_to_zcdp(m: Gaussian) -> ZCDP:
     """The Gaussian mechanism is Δ²/(2σ²)-zCDP [BS16 Prop 1.6]; tight at every order."""
     return ZCDP(m.rho)
 
 
-@register(Gaussian, GDP, name="drs19", theorem="Dong–Roth–Su 2019 Thm 2.7: Δ/σ-GDP (tight)", tight=True)
+@register(
+    Gaussian, GDP, name="drs19", theorem="Dong–Roth–Su 2019 Thm 2.7: Δ/σ-GDP (tight)", tight=True
+)
 def gaussian_to_gdp(m: Gaussian) -> GDP:
     """The Gaussian mechanism is exactly (Δ/σ)-GDP [Dong–Roth–Su 2019, Thm 2.7]."""
     return GDP(m.mu)

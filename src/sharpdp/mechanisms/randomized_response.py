@@ -35,7 +35,9 @@ class RandomizedResponse(Mechanism):
 
     def __init__(self, epsilon: float, categories: int = 2) -> None:
         object.__setattr__(self, "epsilon_", _validate.nonnegative("epsilon", epsilon))
-        object.__setattr__(self, "categories", _validate.integer("categories", categories, minimum=2))
+        object.__setattr__(
+            self, "categories", _validate.integer("categories", categories, minimum=2)
+        )
 
     def __repr__(self) -> str:
         return f"RandomizedResponse(epsilon={self.epsilon_!r}, categories={self.categories!r})"
@@ -59,7 +61,13 @@ class RandomizedResponse(Mechanism):
         return _divergences.rr_epsilon(self.epsilon_, delta, self.categories)
 
 
-@register(RandomizedResponse, ZCDP, name="steinke24-thm5", theorem="binary RR is the worst case of ε-DP: ε·tanh(ε/2)-zCDP (tight)", tight=True)
+@register(
+    RandomizedResponse,
+    ZCDP,
+    name="steinke24-thm5",
+    theorem="binary RR is the worst case of ε-DP: ε·tanh(ε/2)-zCDP (tight)",
+    tight=True,
+)
 def _binary_rr_to_zcdp(m: RandomizedResponse) -> ZCDP:
     if m.categories != 2:
         raise NotImplied("the closed form is tight only for k = 2")
