@@ -125,7 +125,9 @@ class Guarantee:
             return 0.0
         if delta == 0.0 or best == 0.0 or self._renyi(1.0 + 1e-6) == math.inf:
             return best
-        value = _tails.optimise_over_orders(lambda a: _tails.cks20_epsilon(a, self._renyi(a), delta))
+        value = _tails.optimise_over_orders(
+            lambda a: _tails.cks20_epsilon(a, self._renyi(a), delta)
+        )
         return min(best, value)
 
     def _group(self, k: int) -> Guarantee:
