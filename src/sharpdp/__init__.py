@@ -4,7 +4,7 @@ Quick start::
 
     >>> import sharpdp as sdp
     >>> sdp.PureDP(1.0).renyi(1.0)            # KL of ε-DP: ε·tanh(ε/2)
-    0.46211715726000974
+    0.462117
     >>> round(sdp.ZCDP(0.1).epsilon(1e-5), 5)  # CKS20, not BS16's 2.24597
     1.91424
     >>> round(sdp.Gaussian(sigma=1.0).epsilon(1e-5), 6)  # exact (Balle–Wang)
@@ -36,7 +36,16 @@ from sharpdp.guarantees import (
     Guarantee,
     PureDP,
 )
-from sharpdp.mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
+from sharpdp.mechanisms import (
+    Exponential,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PermuteAndFlip,
+    RandomizedResponse,
+    ReportNoisyMax,
+    TopK,
+)
 
 __version__ = "0.1.0"
 
@@ -49,6 +58,7 @@ __all__ = [
     "ApproxZCDP",
     "BoundedRange",
     "BudgetExceeded",
+    "Exponential",
     "Gaussian",
     "Guarantee",
     "InvalidParameter",
@@ -58,9 +68,12 @@ __all__ = [
     "NoExplicitBound",
     "NotImplied",
     "NumericalError",
+    "PermuteAndFlip",
     "PureDP",
     "RandomizedResponse",
+    "ReportNoisyMax",
     "SharpDPError",
+    "TopK",
     "__version__",
     "convert",
 ]

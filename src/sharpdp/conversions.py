@@ -174,7 +174,7 @@ def convert(
     Examples:
         >>> import sharpdp as sdp
         >>> sdp.convert(sdp.PureDP(1.0), sdp.ZCDP).rho  # ε·tanh(ε/2), not ε²/2
-        0.46211715726000974
+        0.462117
     """
     if not isinstance(source, Guarantee):
         raise InvalidParameter(f"source must be a sharpdp guarantee or mechanism, got {source!r}")

@@ -3,5 +3,15 @@
 from sharpdp.mechanisms.additive import Gaussian, Laplace
 from sharpdp.mechanisms.base import Mechanism
 from sharpdp.mechanisms.randomized_response import RandomizedResponse
+from sharpdp.mechanisms.selection import Exponential, PermuteAndFlip, ReportNoisyMax, TopK
 
-__all__ = ["Gaussian", "Laplace", "Mechanism", "RandomizedResponse"]
+__all__ = [
+    "Exponential",
+    "Gaussian",
+    "Laplace",
+    "Mechanism",
+    "PermuteAndFlip",
+    "RandomizedResponse",
+    "ReportNoisyMax",
+    "TopK",
+]

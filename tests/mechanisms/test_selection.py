@@ -1,0 +1,188 @@
+"""Selection mechanisms: exact laws against independent computations, and their privacy claims."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+import sharpdp as sdp
+
+RNG = np.random.default_rng(20261122)
+
+
+def softmax_mp(logits: list[float]) -> list[float]:
+    """Softmax in 50-digit arithmetic (independent of numpy)."""
+    with mpmath.workdps(50):
+        w = [mpmath.e ** mpmath.mpf(x) if x > -math.inf else mpmath.mpf(0) for x in logits]
+        s = mpmath.fsum(w)
+        return [float(x / s) for x in w]
+
+
+def permute_and_flip_by_enumeration(q: list[float], c: float) -> list[float]:
+    """Average over all n! visiting orders of the first-acceptance law (the best always accepts)."""
+    top = max(q)
+    p = [math.exp(c * (x - top)) for x in q]
+    n = len(q)
+    law = [0.0] * n
+    for order in itertools.permutations(range(n)):
+        survive = 1.0
+        for r in order:
+            law[r] += survive * p[r]
+            survive *= 1.0 - p[r]
+    return [x / math.factorial(n) for x in law]
+
+
+@pytest.mark.parametrize("monotonic", [False, True])
+def test_exponential_law_is_the_softmax(monotonic: bool) -> None:
+    q = RNG.normal(size=7) * 3
+    em = sdp.Exponential(0.8, sensitivity=1.5, monotonic=monotonic)
+    c = 0.8 / (1.5 if monotonic else 3.0)
+    np.testing.assert_allclose(em.probabilities(q), softmax_mp([c * x for x in q]), rtol=1e-13)
+
+
+def test_exponential_excludes_minus_inf_and_handles_ties() -> None:
+    em = sdp.Exponential(1.0)
+    p = em.probabilities([1.0, -math.inf, 1.0])
+    assert p[1] == 0.0
+    assert p[0] == pytest.approx(0.5, rel=1e-15)
+    assert p[2] == pytest.approx(0.5, rel=1e-15)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 6])
+def test_permute_and_flip_law_matches_enumeration(n: int) -> None:
+    q = list(RNG.integers(0, 5, size=n).astype(float))
+    pf = sdp.PermuteAndFlip(1.3)
+    np.testing.assert_allclose(
+        pf.probabilities(q), permute_and_flip_by_enumeration(q, 1.3 / 2), rtol=1e-12, atol=1e-15
+    )
+
+
+def test_report_noisy_max_equivalences() -> None:
+    q = RNG.normal(size=5)
+    for mono in (False, True):
+        rg = sdp.ReportNoisyMax(0.9, "gumbel", monotonic=mono)
+        re = sdp.ReportNoisyMax(0.9, "exponential", monotonic=mono)
+        np.testing.assert_array_equal(
+            rg.probabilities(q), sdp.Exponential(0.9, monotonic=mono).probabilities(q)
+        )
+        np.testing.assert_array_equal(
+            re.probabilities(q), sdp.PermuteAndFlip(0.9, monotonic=mono).probabilities(q)
+        )
+
+
+def test_report_noisy_max_laplace_two_candidates_closed_form() -> None:
+    # L1 − L2 for i.i.d. Laplace(b): P[L1 − L2 > d] = ½ e^{−d/b} (1 + d/(2b)) for d ≥ 0.
+    eps, d = 1.0, 0.7
+    b = 2.0 / eps
+    expected_low = 0.5 * math.exp(-d / b) * (1 + d / (2 * b))
+    p = sdp.ReportNoisyMax(eps, "laplace").probabilities([0.0, d])
+    assert p[0] == pytest.approx(expected_low, rel=1e-9)
+    assert p[1] == pytest.approx(1 - expected_low, rel=1e-9)
+
+
+def test_topk_probability_is_the_peeling_product_and_sums_to_one() -> None:
+    q = [0.0, 2.0, 1.0, 3.5]
+    tk = sdp.TopK(2, 0.7)
+    c = 0.7 / 2
+    total = 0.0
+    for outcome in itertools.permutations(range(4), 2):
+        first = softmax_mp([c * x for x in q])[outcome[0]]
+        rest = [x for i, x in enumerate(q) if i != outcome[0]]
+        j = outcome[1] - (outcome[1] > outcome[0])
+        second = softmax_mp([c * x for x in rest])[j]
+        got = tk.probability(q, outcome)
+        assert got == pytest.approx(first * second, rel=1e-12)
+        total += got
+    assert total == pytest.approx(1.0, rel=1e-12)
+
+
+def log_ratio_spread(p: np.ndarray, p_prime: np.ndarray) -> tuple[float, float]:
+    z = np.log(p) - np.log(p_prime)
+    return float(np.max(np.abs(z))), float(np.max(z) - np.min(z))
+
+
+@pytest.mark.parametrize("trial", range(20))
+def test_exponential_is_epsilon_bounded_range_on_random_neighbours(trial: int) -> None:
+    eps, sens = 0.9, 1.0
+    q = RNG.normal(size=6) * 2
+    q_prime = q + RNG.uniform(-sens, sens, size=6)
+    em = sdp.Exponential(eps, sensitivity=sens)
+    max_ratio, spread = log_ratio_spread(em.probabilities(q), em.probabilities(q_prime))
+    assert max_ratio <= eps * (1 + 1e-12)
+    assert spread <= eps * (1 + 1e-12)
+    # monotone neighbours (add/remove one record on counts): the doubled coefficient is still ε-BR
+    q_mono = q + RNG.uniform(0, sens, size=6)
+    em_m = sdp.Exponential(eps, sensitivity=sens, monotonic=True)
+    max_ratio, spread = log_ratio_spread(em_m.probabilities(q), em_m.probabilities(q_mono))
+    assert spread <= eps * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("trial", range(10))
+def test_permute_and_flip_is_epsilon_dp_on_random_neighbours(trial: int) -> None:
+    eps = 0.8
+    q = RNG.integers(0, 4, size=5).astype(float)
+    q_prime = q + RNG.integers(-1, 2, size=5)
+    pf = sdp.PermuteAndFlip(eps)
+    max_ratio, _ = log_ratio_spread(pf.probabilities(q), pf.probabilities(q_prime))
+    assert max_ratio <= eps * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 2.0])
+def test_permute_and_flip_is_not_epsilon_bounded_range(eps: float) -> None:
+    # blog-topk's pair with acceptance exp(ε(q − q*)), i.e. c = ε: q = (0, 0), q′ = (0, 1).
+    pf = sdp.PermuteAndFlip(eps, sensitivity=1.0, monotonic=True)
+    _, spread = log_ratio_spread(pf.probabilities([0.0, 0.0]), pf.probabilities([0.0, 1.0]))
+    assert spread == pytest.approx(eps + math.log(2 - math.exp(-eps)), rel=1e-12)
+    assert spread > eps
+    # ... so sharpdp claims the valid 2ε-BR, not ε-BR
+    assert sdp.convert(pf, sdp.BoundedRange).eta == pytest.approx(2 * eps)
+    assert sdp.convert(sdp.Exponential(eps), sdp.BoundedRange).eta == eps
+
+
+def test_utility_bound_reproduces_the_seed_example() -> None:
+    # seed 004: 1,000 classes, ε = 0.5, 99% confidence → OPT − 2(ln 1000 + ln 100)/0.5 ≈ OPT − 46.
+    loss = sdp.Exponential(0.5).utility_bound(1000, 0.01)
+    assert loss == pytest.approx(2 * (math.log(1000) + math.log(100)) / 0.5, rel=1e-14)
+    assert round(loss) == 46
+    assert sdp.Exponential(0.5, monotonic=True).utility_bound(1000, 0.01) == pytest.approx(loss / 2)
+
+
+def test_selection_privacy_characterisations() -> None:
+    eps = 1.0
+    # EM's zCDP is the certified BR constant (≤ ε²/8, ≥ the max KL over the GRR_t family).
+    rho = sdp.convert(sdp.Exponential(eps), sdp.ZCDP).rho
+    y = eps / math.expm1(eps)
+    assert y - 1 - math.log(y) <= rho <= eps * eps / 8
+    # top-k: k adaptively composed ε-BR rounds ⇒ kε pure DP and k × the BR RDP curve.
+    tk = sdp.TopK(3, eps)
+    assert sdp.convert(tk, sdp.PureDP).epsilon_ == pytest.approx(3 * eps)
+    assert tk.renyi(2.0) == pytest.approx(3 * sdp.BoundedRange(eps).renyi(2.0), rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[], [math.nan, 1.0], [math.inf, 0.0], [-math.inf, -math.inf], [[1.0, 2.0]], "abc"],
+)
+def test_bad_scores_raise(bad: object) -> None:
+    for mech in (sdp.Exponential(1.0), sdp.PermuteAndFlip(1.0), sdp.ReportNoisyMax(1.0, "laplace")):
+        with pytest.raises(sdp.InvalidParameter, match="scores"):
+            mech.probabilities(bad)  # type: ignore[arg-type]
+
+
+def test_bad_parameters_raise() -> None:
+    with pytest.raises(sdp.InvalidParameter, match="epsilon"):
+        sdp.Exponential(-1.0)
+    with pytest.raises(sdp.InvalidParameter, match="monotonic"):
+        sdp.Exponential(1.0, monotonic="yes")  # type: ignore[arg-type]
+    with pytest.raises(sdp.InvalidParameter, match="noise"):
+        sdp.ReportNoisyMax(1.0, "cauchy")  # type: ignore[arg-type]
+    with pytest.raises(sdp.InvalidParameter, match="k"):
+        sdp.TopK(0, 1.0)
+    with pytest.raises(sdp.InvalidParameter, match="k=3"):
+        sdp.TopK(3, 1.0).probability([1.0, 2.0], [0, 1, 2])
+    with pytest.raises(sdp.InvalidParameter, match="beta"):
+        sdp.Exponential(1.0).utility_bound(10, 1.5)
