@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from sharpdp import _divergences, _math, _tails, _validate
@@ -422,7 +422,7 @@ class RDP(Guarantee):
 
     orders: tuple[float, ...]
     epsilons: tuple[float, ...]
-    function: Callable[[float], float] | None = field(default=None, compare=False)
+    function: Callable[[float], float] | None = None
     notion: ClassVar[str] = "Rényi DP"
 
     def __post_init__(self) -> None:
