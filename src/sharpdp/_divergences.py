@@ -103,18 +103,22 @@ def laplace_epsilon(epsilon0: float, delta: float) -> float:
 def laplace_renyi(epsilon0: float, alpha: float) -> float:
     """Rényi divergence of the Laplace mechanism [Mironov 2017, Prop 6], with ε0 = Δ/b.
 
-    D_α = (α−1)^{-1} log(α/(2α−1)·e^{(α−1)ε0} + (α−1)/(2α−1)·e^{−αε0}), evaluated as
-    ε0 + log1p((α−1)·expm1(−(2α−1)ε0)/(2α−1))/(α−1), which is stable as α → 1 (where it tends to
-    KL = ε0 + e^{−ε0} − 1) and as α → ∞ (where it tends to ε0).
+    D_α = (α−1)^{-1} log(α/(2α−1)·e^{(α−1)ε0} + (α−1)/(2α−1)·e^{−αε0}). With λ = α − 1 and
+    φ(x) = e^x − 1 − x ≥ 0 the argument of the log is 1 + (αφ(λε0) + λφ(−αε0))/(2α−1), a sum of
+    non-negative terms, so small ε0 loses no accuracy; the α → 1 limit is KL = φ(−ε0) =
+    ε0 + e^{−ε0} − 1. For large λε0 it uses ε0 + log1p(λ·expm1(−(2α−1)ε0)/(2α−1))/λ.
     """
     if epsilon0 == 0.0:
         return 0.0
     if alpha == math.inf:
         return epsilon0
     if alpha == 1.0:
-        return epsilon0 + math.expm1(-epsilon0)
+        return _math.expm1mx(-epsilon0)
     lam = alpha - 1.0
     two_a = 2.0 * alpha - 1.0
+    if lam * epsilon0 <= 1.0:
+        b = (alpha * _math.expm1mx(lam * epsilon0) + lam * _math.expm1mx(-alpha * epsilon0)) / two_a
+        return math.log1p(b) / lam
     return epsilon0 + math.log1p(lam * math.expm1(-two_a * epsilon0) / two_a) / lam
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "LOG_TINY",
     "erfcx",
     "exp_up",
+    "expm1mx",
     "log1mexp",
     "log_add_exp",
     "log_ndtr",
@@ -98,26 +99,52 @@ def ndtri(p: float) -> float:
     return float(_ndtri(p))
 
 
+def expm1mx(x: float) -> float:
+    """e^x − 1 − x, accurate for small |x| (series) and without overflow for large negative x.
+
+    Always ≥ 0; the workhorse that removes the cancellation from divergences of nearby laws.
+    """
+    if abs(x) < 0.5:
+        term, total, k = x * x / 2.0, 0.0, 2
+        while abs(term) > 1e-17 * abs(total) or k < 4:
+            total += term
+            k += 1
+            term *= x / k
+        return total
+    return math.expm1(x) - x
+
+
 def renyi_of_finite_pair(p: Sequence[float], z: Sequence[float], alpha: float) -> float:
     """Rényi divergence D_α(P‖Q) of a finite pair given by P's weights and the privacy losses.
 
     Args:
         p: the probabilities P(y) > 0 of the outcomes (summing to 1).
-        z: the privacy losses Z(y) = log(P(y)/Q(y)), finite.
+        z: the privacy losses Z(y) = log(P(y)/Q(y)), finite, with Σ P(y)e^{−Z(y)} = 1 (Q is a
+            probability law too).
         alpha: the order, in [1, inf]; 1 gives KL(P‖Q) = E_P[Z], inf gives max_y Z(y).
 
     Uses D_α = h(α−1)/(α−1) with h(λ) = log E_P[e^{λZ}] (since E_Q[(P/Q)^α] = E_P[e^{(α−1)Z}]).
-    For small λ·max|Z| it evaluates h as log1p(Σ P·expm1(λZ)), which has no cancellation as α → 1;
-    otherwise as a log-sum-exp, which cannot overflow.
+    Because E_P[e^{−Z}] = 1, E_P[e^{λZ}] − 1 = E_P[φ(λZ) + λφ(−Z)] with φ(x) = e^x − 1 − x ≥ 0, a
+    sum of non-negative terms: no cancellation however close P and Q are (and KL = E_P[φ(−Z)]).
+    For large λ·max|Z| it uses a log-sum-exp instead, which cannot overflow.
     """
     if alpha == math.inf:
         return max(z)
+
+    def p_phi_minus_z(pi: float, zi: float) -> float:
+        # P·φ(−Z) = Q − P + P·Z; written with Q = P e^{−Z} when e^{−Z} is large, to avoid overflow.
+        if zi < -1.0:
+            return math.exp(math.log(pi) - zi) - pi + pi * zi
+        return pi * expm1mx(-zi)
+
     if alpha == 1.0:
-        return math.fsum(pi * zi for pi, zi in zip(p, z, strict=True))
+        return math.fsum(p_phi_minus_z(pi, zi) for pi, zi in zip(p, z, strict=True))
     lam = alpha - 1.0
     zmax = max(abs(zi) for zi in z)
     if lam * zmax <= 0.5:
-        s = math.fsum(pi * math.expm1(lam * zi) for pi, zi in zip(p, z, strict=True))
+        s = math.fsum(
+            pi * expm1mx(lam * zi) + lam * p_phi_minus_z(pi, zi) for pi, zi in zip(p, z, strict=True)
+        )
         return math.log1p(s) / lam
     terms = [math.log(pi) + lam * zi for pi, zi in zip(p, z, strict=True)]
     top = max(terms)

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from sharpdp import _divergences, _validate
+from sharpdp import _divergences, _math, _validate
 from sharpdp.conversions import register
 from sharpdp.guarantees import GDP, ZCDP
 from sharpdp.mechanisms.base import Mechanism
@@ -118,8 +118,7 @@ def laplace_to_zcdp(m: Laplace) -> ZCDP:
     mechanisms", FORC 2026, arXiv 2510.25746; conjectured by Y.-X. Wang 2022.] Tight: it equals the
     KL divergence, the α → 1 limit of D_α/α. Much smaller than ε0·tanh(ε0/2) and ε0²/2.
     """
-    e0 = m.epsilon0
-    return ZCDP(e0 + math.expm1(-e0))
+    return ZCDP(_math.expm1mx(-m.epsilon0))  # ε0 + e^{−ε0} − 1 without cancellation
 
 
 @register(
