@@ -68,18 +68,23 @@ def rr_delta(epsilon0: float, epsilon: float, categories: int = 2) -> float:
         return 0.0
     if math.isinf(epsilon0):
         return 1.0
-    return -math.expm1(epsilon - epsilon0) / (1.0 + (categories - 1) * math.exp(-epsilon0))
+    return min(
+        1.0,
+        _math.up(-math.expm1(epsilon - epsilon0) / (1.0 + (categories - 1) * math.exp(-epsilon0))),
+    )
 
 
 def rr_epsilon(epsilon0: float, delta: float, categories: int = 2) -> float:
     """Inverse of :func:`rr_delta`: the smallest ε ≥ 0 with δ(ε) ≤ delta (exact)."""
     if math.isinf(epsilon0):
         return math.inf if delta < 1.0 else 0.0
+    if delta == 0.0:
+        return epsilon0
     scale = 1.0 + (categories - 1) * math.exp(-epsilon0)
     x = delta * scale
     if x >= -math.expm1(-epsilon0):
         return 0.0
-    return max(0.0, epsilon0 + math.log1p(-x))
+    return max(0.0, _math.up(epsilon0 + math.log1p(-x)))
 
 
 # --- Laplace -------------------------------------------------------------------------------------
@@ -92,12 +97,14 @@ def laplace_delta(epsilon0: float, epsilon: float) -> float:
     """
     if epsilon >= epsilon0:
         return 0.0
-    return -math.expm1(0.5 * (epsilon - epsilon0))
+    return min(1.0, _math.up(-math.expm1(0.5 * (epsilon - epsilon0))))
 
 
 def laplace_epsilon(epsilon0: float, delta: float) -> float:
     """Inverse of :func:`laplace_delta`: ε(δ) = max(0, ε0 + 2 log(1 − δ)) (exact)."""
-    return max(0.0, epsilon0 + 2.0 * math.log1p(-delta))
+    if delta == 0.0:
+        return epsilon0
+    return max(0.0, _math.up(epsilon0 + 2.0 * math.log1p(-delta)))
 
 
 def laplace_renyi(epsilon0: float, alpha: float) -> float:
@@ -150,7 +157,7 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
 
 def gaussian_delta(mu: float, epsilon: float) -> float:
     """δ(ε) of μ-GDP (exact; see :func:`gaussian_log_delta`)."""
-    return min(1.0, _math.exp_up(gaussian_log_delta(mu, epsilon)))
+    return min(1.0, _math.up(_math.exp_up(gaussian_log_delta(mu, epsilon))))
 
 
 def gaussian_epsilon(mu: float, delta: float) -> float:
@@ -237,13 +244,21 @@ def br_delta(eta: float, epsilon: float) -> float:
         return 0.0
     if math.isinf(eta):
         return 1.0
-    return math.expm1(0.5 * (epsilon - eta)) ** 2 / -math.expm1(-eta)
+    return min(1.0, _math.up(math.expm1(0.5 * (epsilon - eta)) ** 2 / -math.expm1(-eta)))
 
 
 def br_epsilon(eta: float, delta: float) -> float:
-    """Inverse of :func:`br_delta`: ε(δ) = max(0, η + 2 log(1 − √(δ(1 − e^{−η})))) (exact)."""
+    """Inverse of :func:`br_delta`: ε(δ) = max(0, η + 2 log(1 − √(δ(1 − e^{−η})))) (exact, then
+    rounded up by a few ulps)."""
     if math.isinf(eta):
         return math.inf if delta < 1.0 else 0.0
     if delta <= 0.0:
         return eta
-    return max(0.0, eta + 2.0 * math.log1p(-math.sqrt(delta * -math.expm1(-eta))))
+    # log(1 − √(δc)) = log(1 − δc) − log1p(√(δc)), c = 1 − e^{−η}, and 1 − δc = (1 − δ) + δe^{−η}
+    # is computed without cancellation when δ is close to 1.
+    c = -math.expm1(-eta)
+    one_minus = (1.0 - delta) + delta * math.exp(-eta)
+    if one_minus <= 0.0:
+        return 0.0
+    value = eta + 2.0 * (math.log(one_minus) - math.log1p(math.sqrt(delta * c)))
+    return max(0.0, _math.up(value))

@@ -38,7 +38,7 @@ def cks20_log_delta(alpha: float, tau: float, epsilon: float) -> float:
 
 def cks20_delta(alpha: float, tau: float, epsilon: float) -> float:
     """δ from one RDP point (α, τ), capped at 1 (CKS20 Prop 12)."""
-    return min(1.0, _math.exp_up(cks20_log_delta(alpha, tau, epsilon)))
+    return min(1.0, _math.up(_math.exp_up(cks20_log_delta(alpha, tau, epsilon))))
 
 
 def cks20_epsilon(alpha: float, tau: float, delta: float) -> float:
@@ -49,9 +49,8 @@ def cks20_epsilon(alpha: float, tau: float, delta: float) -> float:
     if math.isinf(tau) or delta <= 0.0:
         return math.inf
     lam = alpha - 1.0
-    return max(
-        0.0, tau + (-math.log(delta) + lam * math.log1p(-1.0 / alpha) - math.log(alpha)) / lam
-    )
+    value = tau + (-math.log(delta) + lam * math.log1p(-1.0 / alpha) - math.log(alpha)) / lam
+    return max(0.0, _math.up(value))
 
 
 def kl_tv_delta(kl: float) -> float:
@@ -75,8 +74,10 @@ def zcdp_cks20_delta(rho: float, xi: float, epsilon: float) -> float:
         return xi + (2.0 * a - 1.0) * rho - epsilon + math.log1p(-1.0 / a)
 
     hi = 2.0
-    while fprime(hi) < 0.0:
+    while fprime(hi) < 0.0 and hi < 1e300:
         hi *= 2.0
+    if fprime(hi) < 0.0:  # any α is valid; the search only sharpens
+        return cks20_delta(hi, xi + rho * hi, epsilon)
     lo = 1.0 + 1e-15
     alpha = (
         _math.root_of_increasing(fprime, lo, hi, what="zCDP delta order") if fprime(lo) < 0 else hi
@@ -89,35 +90,44 @@ def zcdp_cks20_epsilon(rho: float, xi: float, delta: float) -> float:
 
     The optimum of ε(α) = ξ + ρα + (log(1/δ) + (α−1)log(1−1/α) − log α)/(α−1) solves
     ρ(α−1)² = log(1/δ) − log α (unique: left side increasing from 0, right side decreasing).
+    Solved and evaluated in λ = α − 1 (log α = log1p λ, log(1 − 1/α) = log λ − log1p λ), which
+    keeps full accuracy when the optimum is very close to α = 1 (δ close to 1, large ρ).
     """
     log_inv = -math.log(delta)
 
-    def g(a: float) -> float:
-        return rho * (a - 1.0) ** 2 - log_inv + math.log(a)
+    def g(lam: float) -> float:
+        return rho * lam * lam - log_inv + math.log1p(lam)
 
-    hi = 1.0 + math.sqrt(log_inv / rho) + 1.0
-    alpha = _math.root_of_increasing(g, 1.0, hi, what="zCDP epsilon order")
-    alpha = max(alpha, 1.0 + 1e-12)
-    return cks20_epsilon(alpha, xi + rho * alpha, delta)
+    hi = math.sqrt(log_inv / rho) + 1.0
+    lam = _math.root_of_increasing(g, 0.0, hi, what="zCDP epsilon order")
+    if lam <= 0.0:
+        lam = math.nextafter(0.0, 1.0) if log_inv > 0 else 1e-300
+    lp = math.log1p(lam)
+    value = xi + rho * (1.0 + lam) + log_inv / lam + math.log(lam) - lp - lp / lam
+    return max(0.0, _math.up(value))
 
 
 def bs16_lemma35_epsilon(rho: float, xi: float, delta: float) -> float:
     """ε = ξ + ρ + 2√(ρ log(1/δ)) [Bun–Steinke 2016, Lemma 3.5 (Prop 1.3)]. The classical bound."""
-    return xi + rho + 2.0 * math.sqrt(rho * -math.log(delta))
+    return _math.up(xi + rho + 2.0 * math.sqrt(rho * -math.log(delta)))
 
 
 def bs16_lemma36_delta(rho: float, xi: float, epsilon: float) -> float:
     """δ for (ξ, ρ)-zCDP at ε > ξ + ρ [Bun–Steinke 2016, Lemma 3.6, the last (smallest) option].
 
     δ = e^{−(ε−ξ−ρ)²/4ρ} · 2 / (1 + a + √((1 + a)² + 4/(πρ))),  a = (ε − ξ − ρ)/(2ρ).
-    Returns 1 when ε ≤ ξ + ρ (the lemma does not apply).
+    Returns 1 when ε ≤ ξ + ρ (the lemma does not apply). Evaluated in log space; a value below the
+    smallest float is reported as 5e-324 (rounded up).
     """
     s = epsilon - xi - rho
     if s <= 0.0:
         return 1.0
+    t = s / (2.0 * math.sqrt(rho))  # the exponent is −t²
     a = s / (2.0 * rho)
-    factor = 2.0 / (1.0 + a + math.sqrt((1.0 + a) ** 2 + 4.0 / (math.pi * rho)))
-    return min(1.0, _math.exp_up(-s * s / (4.0 * rho) + math.log(factor)))
+    denom = 1.0 + a + math.hypot(1.0 + a, math.sqrt(4.0 / (math.pi * rho)))
+    if t > 1e150 or math.isinf(denom):
+        return 5e-324
+    return min(1.0, _math.up(_math.exp_up(-t * t + math.log(2.0 / denom))))
 
 
 def zcdp_delta(rho: float, xi: float, epsilon: float) -> float:
@@ -129,8 +139,15 @@ def zcdp_delta(rho: float, xi: float, epsilon: float) -> float:
     """
     if rho == 0.0:
         return _divergences.rr_delta(max(xi, 0.0), epsilon)
+    if xi + rho <= 0.0:  # KL ≤ ξ + ρ = 0: the two output laws are equal
+        return 0.0
+    if math.isinf(rho):
+        return 0.0 if math.isinf(epsilon) else 1.0
     if math.isinf(epsilon):
         return 0.0
+    if epsilon - xi - rho > 2.0 * math.sqrt(745.0 * rho):
+        # BS16 Lemma 3.5's tail e^{−(ε−ξ−ρ)²/4ρ} is below the smallest float: report it rounded up.
+        return 5e-324
     return min(
         zcdp_cks20_delta(rho, xi, epsilon),
         bs16_lemma36_delta(rho, xi, epsilon),
@@ -142,7 +159,9 @@ def zcdp_epsilon(rho: float, xi: float, delta: float) -> float:
     """Smallest certified ε(δ) for (ξ, ρ)-zCDP (the inverse of :func:`zcdp_delta`'s analyses)."""
     if rho == 0.0:
         return _divergences.rr_epsilon(max(xi, 0.0), delta)
-    if delta <= 0.0:
+    if xi + rho <= 0.0:  # KL ≤ ξ + ρ = 0: the two output laws are equal
+        return 0.0
+    if delta <= 0.0 or math.isinf(rho):
         return math.inf
     if delta >= kl_tv_delta(max(xi + rho, 0.0)):
         return 0.0

@@ -25,7 +25,13 @@ from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from sharpdp import _divergences, _math, _tails, _validate
-from sharpdp.errors import InvalidParameter, NoExplicitBound, NotImplied, NumericalError
+from sharpdp.errors import (
+    InvalidParameter,
+    NoExplicitBound,
+    NotImplied,
+    NumericalError,
+    SharpDPError,
+)
 
 __all__ = [
     "GDP",
@@ -38,6 +44,25 @@ __all__ = [
     "Guarantee",
     "PureDP",
 ]
+
+
+def _evaluate(hook: Callable[[float], float], arg: float, what: str, owner: object) -> float:
+    """Run a hook; floating-point failures become the library's NumericalError, NaN too."""
+    try:
+        value = hook(arg)
+    except (ArithmeticError, ValueError) as err:
+        if isinstance(err, SharpDPError):
+            raise
+        raise NumericalError(
+            f"{what} of {owner!r} at {arg!r} failed: {err} (please report it)"
+        ) from err
+    return _checked(value, what, owner)
+
+
+def _mix(delta: float, inner: float) -> float:
+    """δ + (1 − δ)·δ′, rounded up by one ulp when both parts are positive (a sum may round down)."""
+    value = delta + (1.0 - delta) * inner
+    return math.nextafter(value, math.inf) if delta > 0.0 and inner > 0.0 else value
 
 
 def _checked(value: float, what: str, owner: object) -> float:
@@ -72,7 +97,7 @@ class Guarantee:
             raise InvalidParameter(f"delta must be in [0, 1], got {d!r}")
         if d == 1.0:
             return 0.0
-        return _checked(self._epsilon(d), "epsilon(delta)", self)
+        return _evaluate(self._epsilon, d, "epsilon(delta)", self)
 
     def delta(self, epsilon: float) -> float:
         """Smallest δ such that the guarantee certifies (ε, δ)-DP.
@@ -84,12 +109,12 @@ class Guarantee:
             δ in [0, 1].
         """
         e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
-        return min(1.0, max(0.0, _checked(self._delta(e), "delta(epsilon)", self)))
+        return min(1.0, max(0.0, _evaluate(self._delta, e, "delta(epsilon)", self)))
 
     def renyi(self, alpha: float) -> float:
         """Upper bound on the Rényi divergence of order α (α = 1: KL, α = ∞: max-divergence)."""
         a = _validate.order("alpha", alpha)
-        return max(0.0, _checked(self._renyi(a), "renyi(alpha)", self))
+        return max(0.0, _evaluate(self._renyi, a, "renyi(alpha)", self))
 
     def group(self, k: int) -> Guarantee:
         """The guarantee for groups of ``k`` individuals (inputs differing in up to k records)."""
@@ -203,7 +228,7 @@ class ApproxDP(Guarantee):
         return math.inf if self.delta_ > 0 else _divergences.rr_renyi(self.epsilon_, alpha)
 
     def _delta(self, epsilon: float) -> float:
-        return self.delta_ + (1.0 - self.delta_) * _divergences.rr_delta(self.epsilon_, epsilon)
+        return _mix(self.delta_, _divergences.rr_delta(self.epsilon_, epsilon))
 
     def _epsilon(self, delta: float) -> float:
         if delta < self.delta_:
@@ -229,7 +254,7 @@ class ZCDP(Guarantee):
     Bretagnolle–Huber total-variation bound; ρ = 0 is pure ξ-DP (BS16 Lemma 3.2), answered exactly.
 
     Args:
-        rho: ρ ≥ 0.
+        rho: ρ ≥ 0 (``inf`` allowed: no guarantee).
         xi: ξ ≥ −ρ (a negative ξ arises from mean-concentrated DP; D_α ≥ 0 forces ξ + ρ ≥ 0).
     """
 
@@ -238,7 +263,7 @@ class ZCDP(Guarantee):
     notion: ClassVar[str] = "zCDP"
 
     def __post_init__(self) -> None:
-        rho = _validate.nonnegative("rho", self.rho)
+        rho = _validate.nonnegative("rho", self.rho, allow_inf=True)
         xi = _validate.real("xi", self.xi)
         if xi < -rho:
             raise InvalidParameter(f"xi must be >= -rho (= {-rho!r}), got {xi!r}")
@@ -246,7 +271,7 @@ class ZCDP(Guarantee):
         object.__setattr__(self, "xi", xi)
 
     def _renyi(self, alpha: float) -> float:
-        if alpha == math.inf:
+        if alpha == math.inf or math.isinf(self.rho):
             return self.xi if self.rho == 0.0 else math.inf
         return self.xi + self.rho * alpha
 
@@ -302,7 +327,7 @@ class ApproxZCDP(Guarantee):
         return math.inf if self.delta_ > 0 else self.zcdp_part._renyi(alpha)
 
     def _delta(self, epsilon: float) -> float:
-        return self.delta_ + (1.0 - self.delta_) * self.zcdp_part._delta(epsilon)
+        return _mix(self.delta_, self.zcdp_part._delta(epsilon))
 
     def _epsilon(self, delta: float) -> float:
         if delta < self.delta_:

@@ -56,6 +56,10 @@ class Laplace(Mechanism):
     def _epsilon(self, delta: float) -> float:
         return _divergences.laplace_epsilon(self.epsilon0, delta)
 
+    def _group(self, k: int) -> Laplace:
+        # k records move the query by at most kΔ: the same mechanism with sensitivity kΔ.
+        return Laplace(self.scale, k * self.sensitivity)
+
 
 @dataclass(frozen=True, slots=True)
 class Gaussian(Mechanism):
@@ -101,6 +105,7 @@ class Gaussian(Mechanism):
         return _divergences.gaussian_epsilon(self.mu, delta)
 
     def _group(self, k: int) -> Gaussian:
+        # k records move the query by at most kΔ in L2: the same mechanism with sensitivity kΔ.
         return Gaussian(self.sigma, k * self.sensitivity)
 
 
