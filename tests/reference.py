@@ -1,0 +1,440 @@
+"""Independent reference computations for the sharpdp test-suite.
+
+Nothing here imports sharpdp. Every quantity is computed from its definition, at 50 significant
+digits with mpmath, in one of three ways:
+
+* direct summation over explicit finite distributions (randomized response, the two-point pairs
+  GRR_t of bounded range, the four-point pair of (ε, δ)-DP);
+* quadrature (``mpmath.quad``) of the Gaussian and Laplace densities;
+* brute force: a dense grid followed by golden-section refinement (sup over t for bounded range,
+  inf over α for the CKS20 conversion, sup over α of D_α/α).
+
+The few closed forms (DRS/Balle–Wang Gaussian profile, Mironov's Laplace RDP, CKS20, BS16) are
+written here from FORMULAS.md and are themselves checked against quadrature in the tests.
+
+Conventions (FORMULAS.md): the privacy profile of a pair (P, Q) is
+δ(ε) = Σ_y max(0, P(y) − e^ε Q(y)); D_α(P‖Q) = (α − 1)^{-1} log Σ_y P^α Q^{1−α}. A mechanism's value
+is the sup over both orders of the pair.
+
+Examples:
+    >>> float(rr_renyi(1.0, 1))  # KL of binary RR = ε·tanh(ε/2)
+    0.46211715726000974
+    >>> round(float(gaussian_epsilon(1.0, 1e-5)), 6)  # FORMULAS §5, σ = 1, δ = 1e-5
+    4.377178
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import mpmath as mp
+
+DPS = 50
+INF = mp.inf
+
+Dist = list[mp.mpf]
+
+
+def _mpf(x: object) -> mp.mpf:
+    return mp.mpf(x)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------------
+# Explicit finite distributions
+# --------------------------------------------------------------------------------------------------
+
+
+def rr_pair(epsilon: float, categories: int = 2) -> tuple[Dist, Dist]:
+    """Output laws of k-ary randomized response on true values 0 and 1."""
+    with mp.workdps(DPS):
+        e = mp.exp(_mpf(epsilon))
+        z = e + (categories - 1)
+        p = [e / z] + [1 / z] * (categories - 1)
+        q = [1 / z, e / z] + [1 / z] * (categories - 2)
+        return p, q
+
+
+def grr_pair(eta: float, t: float) -> tuple[Dist, Dist]:
+    """The two-point pair GRR_t of η-bounded range (outcomes A, B; losses t and t − η)."""
+    with mp.workdps(DPS):
+        eta_, t_ = _mpf(eta), _mpf(t)
+        qa = (mp.exp(-t_) - mp.exp(-eta_)) / (-mp.expm1(-eta_))
+        p = [mp.exp(t_) * qa, mp.exp(t_ - eta_) * (1 - qa)]
+        return p, [qa, 1 - qa]
+
+
+def approx_dp_pair(epsilon: float, delta: float) -> tuple[Dist, Dist]:
+    """Kairouz–Oh–Viswanath's four-point dominating pair of (ε, δ)-DP."""
+    with mp.workdps(DPS):
+        e, d = mp.exp(_mpf(epsilon)), _mpf(delta)
+        a, b = (1 - d) * e / (1 + e), (1 - d) / (1 + e)
+        zero = mp.mpf(0)
+        return [d, a, b, zero], [zero, b, a, d]
+
+
+def hockey_stick(p: Dist, q: Dist, epsilon: float) -> mp.mpf:
+    """Σ_y max(0, P(y) − e^ε Q(y)); at ε = ∞ the P-mass where Q vanishes."""
+    with mp.workdps(DPS):
+        eps = _mpf(epsilon)
+        if eps == INF:
+            return mp.fsum(pi for pi, qi in zip(p, q, strict=True) if qi == 0)
+        factor = mp.exp(eps)
+        return mp.fsum(max(mp.mpf(0), pi - factor * qi) for pi, qi in zip(p, q, strict=True))
+
+
+def renyi(p: Dist, q: Dist, alpha: float) -> mp.mpf:
+    """D_α(P‖Q) by summation (α = 1: KL, α = ∞: max-divergence)."""
+    with mp.workdps(DPS):
+        a = _mpf(alpha)
+        support = [(pi, qi) for pi, qi in zip(p, q, strict=True) if pi > 0]
+        if any(qi == 0 for _, qi in support):
+            return INF
+        if a == 1:
+            return mp.fsum(pi * mp.log(pi / qi) for pi, qi in support)
+        if a == INF:
+            return max(mp.log(pi / qi) for pi, qi in support)
+        return mp.log(mp.fsum(pi**a * qi ** (1 - a) for pi, qi in support)) / (a - 1)
+
+
+def sym_renyi(p: Dist, q: Dist, alpha: float) -> mp.mpf:
+    """max(D_α(P‖Q), D_α(Q‖P)): the value over both orders of a neighbouring pair."""
+    return max(renyi(p, q, alpha), renyi(q, p, alpha))
+
+
+def sym_hockey_stick(p: Dist, q: Dist, epsilon: float) -> mp.mpf:
+    """max of the hockey-stick divergence over both orders of the pair."""
+    return max(hockey_stick(p, q, epsilon), hockey_stick(q, p, epsilon))
+
+
+def rr_delta(epsilon0: float, epsilon: float, categories: int = 2) -> mp.mpf:
+    """Exact profile of k-ary RR (ε0-DP; k = 2 is the worst case of ε0-DP) by enumeration."""
+    return sym_hockey_stick(*rr_pair(epsilon0, categories), epsilon)
+
+
+def rr_renyi(epsilon0: float, alpha: float, categories: int = 2) -> mp.mpf:
+    """Exact D_α of k-ary RR by enumeration."""
+    return sym_renyi(*rr_pair(epsilon0, categories), alpha)
+
+
+def approx_dp_delta(epsilon0: float, delta0: float, epsilon: float) -> mp.mpf:
+    """Tight profile of (ε0, δ0)-DP: the KOV four-point pair, by enumeration."""
+    return sym_hockey_stick(*approx_dp_pair(epsilon0, delta0), epsilon)
+
+
+# --------------------------------------------------------------------------------------------------
+# Brute-force optimisation (dense grid, then golden-section refinement of the best cell)
+# --------------------------------------------------------------------------------------------------
+
+_GOLDEN = (mp.sqrt(5) - 1) / 2
+
+
+def _golden_max(f: Callable[[mp.mpf], mp.mpf], lo: mp.mpf, hi: mp.mpf, iterations: int) -> mp.mpf:
+    g = _GOLDEN
+    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1, f2 = f(x1), f(x2)
+    best = max(f1, f2)
+    for _ in range(iterations):
+        if f1 < f2:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + g * (hi - lo)
+            f2 = f(x2)
+        else:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - g * (hi - lo)
+            f1 = f(x1)
+        best = max(best, f1, f2)
+    return best
+
+
+def grid_sup(
+    f: Callable[[mp.mpf], mp.mpf],
+    lo: float,
+    hi: float,
+    *,
+    points: int = 400,
+    refine: bool = True,
+    iterations: int = 110,
+) -> mp.mpf:
+    """sup of f over [lo, hi]: a dense grid, then golden section in the cells beside the best point.
+
+    Every returned value is an attained value f(x), hence a lower bound on the true sup; with the
+    refinement it is the sup to ~1e-40 for functions unimodal on the grid's scale.
+    """
+    with mp.workdps(DPS):
+        lo_, hi_ = _mpf(lo), _mpf(hi)
+        xs = [lo_ + (hi_ - lo_) * i / points for i in range(points + 1)]
+        values = [f(x) for x in xs]
+        i_best = max(range(len(xs)), key=lambda i: values[i])
+        best = values[i_best]
+        if refine:
+            a, b = xs[max(i_best - 1, 0)], xs[min(i_best + 1, points)]
+            best = max(best, _golden_max(f, a, b, iterations))
+        return best
+
+
+def grid_inf(f: Callable[[mp.mpf], mp.mpf], lo: float, hi: float, **kwargs: object) -> mp.mpf:
+    """inf of f over [lo, hi] (see :func:`grid_sup`); an attained value, so an upper bound."""
+    return -grid_sup(lambda x: -f(x), lo, hi, **kwargs)  # type: ignore[arg-type]
+
+
+def invert_profile(profile: Callable[[mp.mpf], mp.mpf], delta: float) -> mp.mpf:
+    """Smallest ε ≥ 0 with profile(ε) ≤ δ, by bisection (profile non-increasing); ∞ if none."""
+    with mp.workdps(DPS):
+        d = _mpf(delta)
+        if profile(mp.mpf(0)) <= d:
+            return mp.mpf(0)
+        lo, hi = mp.mpf(0), mp.mpf(1)
+        while profile(hi) > d:
+            lo, hi = hi, 2 * hi
+            if hi > 1e7:
+                return INF
+        for _ in range(400):
+            if hi - lo <= mp.mpf(10) ** (-(DPS - 8)) * hi:
+                break
+            mid = (lo + hi) / 2
+            if profile(mid) > d:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+
+# --------------------------------------------------------------------------------------------------
+# Bounded range: sup over the GRR_t family (brute force over a dense t-grid)
+# --------------------------------------------------------------------------------------------------
+
+
+def br_renyi(eta: float, alpha: float, *, points: int = 400, iterations: int = 110) -> mp.mpf:
+    """sup_t D_α(GRR_t) for t ∈ [0, η] (the family is closed under swapping the pair)."""
+    with mp.workdps(DPS):
+        if _mpf(alpha) == INF:
+            return _mpf(eta)  # D_∞(GRR_t) = t, sup over t ∈ [0, η]
+        return grid_sup(
+            lambda t: renyi(*grr_pair(eta, t), alpha),
+            0,
+            eta,
+            points=points,
+            iterations=iterations,
+        )
+
+
+def br_delta(eta: float, epsilon: float, *, points: int = 400) -> mp.mpf:
+    """sup_t δ_{GRR_t}(ε) for t ∈ [0, η] (brute-force profile of η-bounded range)."""
+    with mp.workdps(DPS):
+        eps = _mpf(epsilon)
+        if eps >= _mpf(eta):
+            return mp.mpf(0)
+        # δ_{GRR_t}(ε) = 0 for t ≤ ε (no outcome has loss above ε), so grid t ∈ [max(ε, 0), η].
+        lo = max(eps, mp.mpf(0))
+        return grid_sup(lambda t: hockey_stick(*grr_pair(eta, t), eps), lo, eta, points=points)
+
+
+def br_epsilon(eta: float, delta: float, *, points: int = 400) -> mp.mpf:
+    """Smallest ε ≥ 0 with sup_t δ_{GRR_t}(ε) ≤ δ, i.e. sup_t of each pair's own ε_t(δ).
+
+    For GRR_t only outcome A (loss t) can exceed e^ε, so δ_t(ε) = Q(A)(e^t − e^ε)_+ and
+    ε_t(δ) = log(e^t − δ/Q(A)) (or 0); the sup over t is taken by brute force.
+    """
+    with mp.workdps(DPS):
+        d = _mpf(delta)
+
+        def eps_t(t: mp.mpf) -> mp.mpf:
+            p, q = grr_pair(eta, t)
+            if q[0] == 0 or p[0] - q[0] <= d:  # δ_t(0) = P(A) − Q(A) ≤ δ
+                return mp.mpf(0)
+            return mp.log(mp.exp(t) - d / q[0])
+
+        return grid_sup(eps_t, 0, eta, points=points)
+
+
+def br_max_kl(eta: float, *, points: int = 400) -> mp.mpf:
+    """max_t KL(GRR_t) over a dense t-grid (refined)."""
+    return br_renyi(eta, 1, points=points)
+
+
+# --------------------------------------------------------------------------------------------------
+# Additive mechanisms by quadrature
+# --------------------------------------------------------------------------------------------------
+
+
+def _gauss_logpdf(y: mp.mpf, mean: mp.mpf, sigma: mp.mpf) -> mp.mpf:
+    return -((y - mean) ** 2) / (2 * sigma**2) - mp.log(sigma * mp.sqrt(2 * mp.pi))
+
+
+def _laplace_logpdf(y: mp.mpf, mean: mp.mpf, scale: mp.mpf) -> mp.mpf:
+    return -abs(y - mean) / scale - mp.log(2 * scale)
+
+
+def _breakpoints(points: Sequence[mp.mpf]) -> list[mp.mpf]:
+    return [-INF, *sorted(set(points)), INF]
+
+
+def _scaled_quad(integrand: Callable[[mp.mpf], mp.mpf], points: Sequence[mp.mpf]) -> mp.mpf:
+    """∫ integrand over ℝ, split at ``points``. mpmath's tanh-sinh stops on an *absolute* error
+    estimate, so the integrand is first divided by its largest value at the breakpoints."""
+    scale = max((integrand(x) for x in points), default=mp.mpf(0))
+    if scale <= 0:
+        scale = mp.mpf(1)
+    return scale * mp.quad(lambda y: integrand(y) / scale, _breakpoints(points))
+
+
+def _quad_profile(logp, logq, epsilon, points) -> mp.mpf:  # type: ignore[no-untyped-def]
+    eps = _mpf(epsilon)
+    factor = mp.exp(eps)
+
+    def integrand(y: mp.mpf) -> mp.mpf:
+        return max(mp.mpf(0), mp.exp(logp(y)) - factor * mp.exp(logq(y)))
+
+    return _scaled_quad(integrand, points)
+
+
+def _quad_renyi(logp, logq, alpha, points) -> mp.mpf:  # type: ignore[no-untyped-def]
+    a = _mpf(alpha)
+    if a == 1:
+        return _scaled_quad(lambda y: mp.exp(logp(y)) * (logp(y) - logq(y)), points)
+    total = _scaled_quad(lambda y: mp.exp(a * logp(y) + (1 - a) * logq(y)), points)
+    return mp.log(total) / (a - 1)
+
+
+def gaussian_delta_quad(sigma: float, epsilon: float, sensitivity: float = 1.0) -> mp.mpf:
+    """δ(ε) = ∫ max(0, p − e^ε q) for p = N(0, σ²), q = N(Δ, σ²) (both orders are equal)."""
+    with mp.workdps(DPS):
+        s, d, e = _mpf(sigma), _mpf(sensitivity), _mpf(epsilon)
+        crossing = d / 2 - e * s**2 / d  # where p = e^ε q (a quadrature breakpoint only)
+        # breakpoints: the means, the crossing, and a geometric ladder left of the crossing (where
+        # the integrand lives; its local width can be far below σ in the far tail)
+        ladder = [crossing - s * mp.mpf(4) ** j for j in range(-6, 3)]
+        pts = [mp.mpf(0), d, crossing, -8 * s, d + 8 * s, *ladder]
+        return _quad_profile(
+            lambda y: _gauss_logpdf(y, 0, s), lambda y: _gauss_logpdf(y, d, s), e, pts
+        )
+
+
+def gaussian_renyi_quad(sigma: float, alpha: float, sensitivity: float = 1.0) -> mp.mpf:
+    """D_α(N(0, σ²) ‖ N(Δ, σ²)) by quadrature."""
+    with mp.workdps(DPS):
+        s, d, a = _mpf(sigma), _mpf(sensitivity), _mpf(alpha)
+        pts = [mp.mpf(0), d, (1 - a) * d]
+        return _quad_renyi(
+            lambda y: _gauss_logpdf(y, 0, s), lambda y: _gauss_logpdf(y, d, s), a, pts
+        )
+
+
+def laplace_delta_quad(scale: float, epsilon: float, sensitivity: float = 1.0) -> mp.mpf:
+    """δ(ε) = ∫ max(0, p − e^ε q) for p = Lap(0, b), q = Lap(Δ, b) (both orders are equal)."""
+    with mp.workdps(DPS):
+        b, d, e = _mpf(scale), _mpf(sensitivity), _mpf(epsilon)
+        crossing = (d - e * b) / 2
+        pts = [mp.mpf(0), d, crossing]
+        return _quad_profile(
+            lambda y: _laplace_logpdf(y, 0, b), lambda y: _laplace_logpdf(y, d, b), e, pts
+        )
+
+
+def laplace_renyi_quad(scale: float, alpha: float, sensitivity: float = 1.0) -> mp.mpf:
+    """D_α(Lap(0, b) ‖ Lap(Δ, b)) by quadrature (α = 1: KL)."""
+    with mp.workdps(DPS):
+        b, d = _mpf(scale), _mpf(sensitivity)
+        return _quad_renyi(
+            lambda y: _laplace_logpdf(y, 0, b),
+            lambda y: _laplace_logpdf(y, d, b),
+            alpha,
+            [mp.mpf(0), d],
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Closed forms written from FORMULAS.md (each checked against quadrature in the tests)
+# --------------------------------------------------------------------------------------------------
+
+
+def gaussian_delta(mu: float, epsilon: float) -> mp.mpf:
+    """μ-GDP profile [DRS Cor 2.13; Balle–Wang 2018 Thm 8]: Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ)."""
+    with mp.workdps(DPS):
+        m, e = _mpf(mu), _mpf(epsilon)
+        if e == INF:
+            return mp.mpf(0)
+        return mp.ncdf(m / 2 - e / m) - mp.exp(e) * mp.ncdf(-m / 2 - e / m)
+
+
+def gaussian_epsilon(mu: float, delta: float) -> mp.mpf:
+    """Exact ε(δ) of μ-GDP (bisection on :func:`gaussian_delta`)."""
+    return invert_profile(lambda e: gaussian_delta(mu, e), delta)
+
+
+def laplace_renyi(epsilon0: float, alpha: float) -> mp.mpf:
+    """Mironov 2017 Prop 6 (λ = 1/ε0); α = 1 is the KL ε0 + e^{−ε0} − 1, α = ∞ is ε0."""
+    with mp.workdps(DPS):
+        e0, a = _mpf(epsilon0), _mpf(alpha)
+        if a == 1:
+            return e0 + mp.exp(-e0) - 1
+        if a == INF:
+            return e0
+        inner = a / (2 * a - 1) * mp.exp((a - 1) * e0) + (a - 1) / (2 * a - 1) * mp.exp(-a * e0)
+        return mp.log(inner) / (a - 1)
+
+
+def cks20_epsilon_point(alpha: mp.mpf, tau: mp.mpf, delta: mp.mpf) -> mp.mpf:
+    """CKS20 Prop 12: ε = τ + [log(1/δ) + (α−1) log(1−1/α) − log α]/(α−1)."""
+    with mp.workdps(DPS):
+        a = _mpf(alpha)
+        return tau + (mp.log(1 / _mpf(delta)) + (a - 1) * mp.log(1 - 1 / a) - mp.log(a)) / (a - 1)
+
+
+def cks20_delta_point(alpha: mp.mpf, tau: mp.mpf, epsilon: mp.mpf) -> mp.mpf:
+    """CKS20 Prop 12: δ = e^{(α−1)(τ−ε)}/(α−1) · (1 − 1/α)^α."""
+    with mp.workdps(DPS):
+        a = _mpf(alpha)
+        return mp.exp((a - 1) * (tau - _mpf(epsilon))) / (a - 1) * (1 - 1 / a) ** a
+
+
+def zcdp_cks20_epsilon(rho: float, delta: float, xi: float = 0.0) -> mp.mpf:
+    """CKS20 Cor 13: inf over α > 1 of Prop 12 with τ = ξ + αρ (brute force over log(α − 1)).
+
+    Clipped below at 0 (Prop 12 can return a negative ε; every ε ≥ 0 is then valid).
+    """
+    with mp.workdps(DPS):
+        r, x = _mpf(rho), _mpf(xi)
+
+        def f(u: mp.mpf) -> mp.mpf:
+            a = 1 + mp.exp(u)
+            return cks20_epsilon_point(a, x + a * r, delta)
+
+        return max(mp.mpf(0), grid_inf(f, -25, 25, points=500))
+
+
+def zcdp_cks20_delta(rho: float, epsilon: float, xi: float = 0.0) -> mp.mpf:
+    """CKS20 Cor 13: inf over α > 1 of Prop 12's δ with τ = ξ + αρ, capped at 1."""
+    with mp.workdps(DPS):
+        r, x = _mpf(rho), _mpf(xi)
+
+        def f(u: mp.mpf) -> mp.mpf:
+            a = 1 + mp.exp(u)
+            return cks20_delta_point(a, x + a * r, epsilon)
+
+        return min(mp.mpf(1), grid_inf(f, -25, 25, points=500))
+
+
+def bs16_lemma35_epsilon(rho: float, delta: float, xi: float = 0.0) -> mp.mpf:
+    """BS16 Lemma 3.5: ε = ξ + ρ + 2√(ρ log(1/δ))."""
+    with mp.workdps(DPS):
+        r = _mpf(rho)
+        return _mpf(xi) + r + 2 * mp.sqrt(r * mp.log(1 / _mpf(delta)))
+
+
+def sup_renyi_over_alpha(
+    curve: Callable[[mp.mpf], mp.mpf], *, top: float = 1e4, points: int = 300
+) -> mp.mpf:
+    """sup over α ∈ [1, top] of curve(α)/α (α = 1 included as the KL), brute force on log(α − 1).
+
+    A lower bound on sup_α D_α/α, i.e. on the zCDP parameter of the pair.
+    """
+    with mp.workdps(DPS):
+        kl = curve(mp.mpf(1))
+        inner = grid_sup(
+            lambda u: curve(1 + mp.exp(u)) / (1 + mp.exp(u)),
+            -30,
+            float(mp.log(top)),
+            points=points,
+        )
+        return max(kl, inner)

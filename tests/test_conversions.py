@@ -1,0 +1,595 @@
+"""The conversion layer's contract (DESIGN): sharp where a tight result is known, always valid.
+
+Validity means a converted guarantee is satisfied by the worst-case mechanism of the source, so
+its Rényi curve and privacy profile are never below that mechanism's exact ones (computed by
+enumeration, quadrature-checked closed forms or a brute-force t-grid in ``tests/reference.py``).
+Sharpness means it is never above the classical bound it improves on. Expected values never come
+from sharpdp.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import subprocess
+import sys
+from collections.abc import Callable
+
+import mpmath as mp
+import pytest
+
+import sharpdp as sdp
+from reference import (
+    approx_dp_delta,
+    br_delta,
+    br_max_kl,
+    br_renyi,
+    bs16_lemma35_epsilon,
+    cks20_epsilon_point,
+    gaussian_delta,
+    gaussian_epsilon,
+    invert_profile,
+    laplace_renyi,
+    laplace_renyi_quad,
+    rr_delta,
+    rr_renyi,
+    sup_renyi_over_alpha,
+    zcdp_cks20_epsilon,
+)
+from sharpdp import conversions as conv
+from sharpdp.mechanisms import additive
+
+EXACT = 1e-9
+CERTIFIED_SLACK = 2e-7  # guarantee_to_zcdp_certified: within ≈1e-7 of the sup, then +1e-12
+FLOAT_SLACK = 1e-14
+
+
+def approx(expected: object, *, rel: float = EXACT, abs: float = 0.0) -> object:
+    """pytest.approx without its default absolute tolerance of 1e-12 (vacuous for tiny values)."""
+    return pytest.approx(expected, rel=rel, abs=abs)
+
+
+def mp_float(x: object) -> float:
+    return float(x)  # type: ignore[arg-type]
+
+
+def not_below(got: float, want: object, slack: float = FLOAT_SLACK) -> None:
+    w = mp_float(want)
+    assert not math.isnan(got)
+    assert got >= w * (1.0 - slack) - 1e-300, f"got {got!r} below the exact value {w!r}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure DP → zCDP: ρ = ε·tanh(ε/2) [Steinke 2024 Thm 5]
+# ----------------------------------------------------------------------------------------------
+
+PURE_EPS = [0.0, 1e-8, 1e-3, 0.1, 1.0, 2.0, 5.0, 50.0, 700.0]
+
+
+@pytest.mark.parametrize("eps", PURE_EPS)
+def test_pure_dp_to_zcdp_is_eps_tanh(eps: float) -> None:
+    z = sdp.convert(sdp.PureDP(eps), sdp.ZCDP)
+    assert type(z) is sdp.ZCDP
+    assert z.xi == 0.0
+    with mp.workdps(50):
+        want = mp.mpf(eps) * mp.tanh(mp.mpf(eps) / 2)
+    # a closed form evaluated in floating point: a few ulps at most
+    assert z.rho == approx(mp_float(want), rel=1e-15, abs=0.0)
+    assert z.rho <= eps * eps / 2 * (1 + 2.0**-52)  # one ulp: see test_properties
+    assert conv.pure_dp_to_zcdp(sdp.PureDP(eps)) == z
+
+
+@pytest.mark.parametrize(
+    ("eps", "pinned"), [(1.0, 0.4621171572600), (2.0, 1.5231883119115), (5.0, 4.9330714907572)]
+)
+def test_pure_dp_to_zcdp_pinned(eps: float, pinned: float) -> None:
+    # FORMULAS §1: ρ*(1) = 0.4621 (vs 0.5), ρ*(2) = 1.5231883119115, ρ*(5) = 4.9330714907572.
+    assert sdp.convert(sdp.PureDP(eps), sdp.ZCDP).rho == approx(pinned, abs=1e-12)
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 5.0])
+def test_pure_dp_to_zcdp_is_the_sup_of_rr_renyi_over_alpha(eps: float) -> None:
+    # ρ* = sup_α D_α(RR)/α (FORMULAS §1): valid (≥ every grid value) and attained (the KL).
+    rho = sdp.convert(sdp.PureDP(eps), sdp.ZCDP).rho
+    sup = sup_renyi_over_alpha(lambda a: rr_renyi(eps, a))
+    not_below(rho, sup)
+    assert rho == approx(mp_float(sup), rel=EXACT)
+
+
+def test_pure_dp_to_zcdp_infinite_epsilon() -> None:
+    # No guarantee in, no guarantee out: either NotImplied or the vacuous ZCDP(inf).
+    try:
+        z = sdp.convert(sdp.PureDP(math.inf), sdp.ZCDP)
+    except sdp.NotImplied:
+        return
+    assert z.rho == math.inf
+    assert z.epsilon(1e-5) == math.inf
+    assert z.delta(10.0) == 1.0
+
+
+@pytest.mark.parametrize("eps", [0.5, 3.0])
+def test_pure_dp_other_zcdp_routes(eps: float) -> None:
+    assert conv.pure_dp_to_zcdp_bs16(sdp.PureDP(eps)).rho == approx(eps * eps / 2, rel=1e-15)
+    xi = conv.pure_dp_to_zcdp_xi(sdp.PureDP(eps))
+    assert (xi.rho, xi.xi) == (0.0, approx(eps, rel=1e-15))
+    assert sdp.convert(sdp.PureDP(eps), sdp.ZCDP, method="bs16-prop1.4").rho == approx(
+        eps * eps / 2, rel=1e-15
+    )
+    via_xi = sdp.convert(sdp.PureDP(eps), sdp.ZCDP, method="bs16-lemma3.2")
+    assert via_xi.rho == 0.0
+    assert via_xi.xi == approx(eps, rel=1e-15)
+    # (ε, 0)-zCDP is exactly ε-DP: its profile is RR's.
+    assert via_xi.delta(eps / 3) == approx(mp_float(rr_delta(eps, eps / 3)), rel=EXACT)
+
+
+# ----------------------------------------------------------------------------------------------
+# Bounded range → zCDP
+# ----------------------------------------------------------------------------------------------
+
+BR_ETAS = [0.1, 0.5, 1.0, 2.0, 5.0, 20.0]
+
+
+@pytest.mark.parametrize("eta", BR_ETAS)
+def test_bounded_range_to_zcdp_between_max_kl_and_eta2_over_8(eta: float) -> None:
+    z = sdp.convert(sdp.BoundedRange(eta), sdp.ZCDP)
+    assert type(z) is sdp.ZCDP
+    assert z.xi == 0.0
+    assert z.rho <= eta * eta / 8  # Cesar–Rogers 2021
+    not_below(z.rho, br_max_kl(eta))  # D_α/α → KL as α → 1, for the worst GRR_t
+    assert conv.bounded_range_to_zcdp(sdp.BoundedRange(eta)).rho == approx(eta * eta / 8, rel=1e-15)
+
+
+@pytest.mark.parametrize(("eta", "pinned"), [(0.5, 0.031142), (1.0, 0.123302), (2.0, 0.474475)])
+def test_bounded_range_to_zcdp_pinned(eta: float, pinned: float) -> None:
+    # FORMULAS §2 (numerical finding): the tight constant is the max KL, to ~12 digits.
+    assert sdp.convert(sdp.BoundedRange(eta), sdp.ZCDP).rho == approx(pinned, abs=5e-7)
+
+
+@pytest.mark.parametrize("eta", [0.5, 2.0])
+def test_bounded_range_certified_route_vs_alpha_grid(eta: float) -> None:
+    rho = conv.guarantee_to_zcdp_certified(sdp.BoundedRange(eta)).rho
+    sup = sup_renyi_over_alpha(lambda a: br_renyi(eta, a, points=50, iterations=60), points=60)
+    not_below(rho, sup)
+    assert rho <= mp_float(sup) * (1 + CERTIFIED_SLACK)
+
+
+# ----------------------------------------------------------------------------------------------
+# zCDP: group privacy and the (ε, δ) conversion
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rho", [1e-6, 0.1, 2.5])
+@pytest.mark.parametrize("k", [1, 2, 3, 7, 100])
+def test_zcdp_group(rho: float, k: int) -> None:
+    assert sdp.ZCDP(rho).group(k) == sdp.ZCDP(k**2 * rho)
+
+
+@pytest.mark.parametrize("rho", [1e-6, 1e-3, 0.1, 1.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-300, 1e-50, 1e-10, 1e-5, 0.01, 0.2])
+def test_zcdp_epsilon_at_most_bs16_lemma_3_5(rho: float, delta: float) -> None:
+    got = sdp.ZCDP(rho).epsilon(delta)
+    assert got <= mp_float(bs16_lemma35_epsilon(rho, delta))
+    assert got <= mp_float(zcdp_cks20_epsilon(rho, delta)) * (1 + EXACT)
+    not_below(got, gaussian_epsilon(math.sqrt(2 * rho), delta))
+
+
+def test_zcdp_to_approx_dp_functions() -> None:
+    g = sdp.ZCDP(0.1)
+    cks = conv.zcdp_to_approx_dp(g, 1e-5)
+    assert isinstance(cks, sdp.ApproxDP)
+    assert cks.delta_ == 1e-5
+    assert cks.epsilon_ == approx(mp_float(zcdp_cks20_epsilon(0.1, 1e-5)), rel=1e-9)
+    assert cks.epsilon_ == approx(1.91424, abs=5e-6)  # FORMULAS §4
+    bs = conv.zcdp_to_approx_dp_bs16(g, 1e-5)
+    assert bs.epsilon_ == approx(mp_float(bs16_lemma35_epsilon(0.1, 1e-5)), rel=1e-12)
+    assert bs.epsilon_ == approx(2.24597, abs=5e-6)  # FORMULAS §4
+    # ρ = 0: pure ξ-DP, exactly RR
+    pure = conv.zcdp_to_approx_dp(sdp.ZCDP(0.0, 1.5), 1e-3)
+    want = invert_profile(lambda e: rr_delta(1.5, e), 1e-3)
+    assert pure.epsilon_ == approx(mp_float(want), rel=EXACT)
+    with pytest.raises(sdp.NotImplied):
+        conv.zcdp_to_approx_dp(g, 0.0)
+    with pytest.raises(sdp.NotImplied):
+        conv.zcdp_to_approx_dp_bs16(g, 0.0)
+
+
+def test_zcdp_to_rdp_and_mcdp() -> None:
+    r = conv.zcdp_to_rdp(sdp.ZCDP(0.3, 0.1))
+    for alpha in [1.0, 2.0, 17.5]:
+        assert r.renyi(alpha) == approx(0.1 + 0.3 * alpha, rel=1e-15)
+    with pytest.raises(sdp.NoExplicitBound):
+        conv.zcdp_to_mcdp(sdp.ZCDP(0.3))
+    with pytest.raises(sdp.NotImplied):
+        sdp.convert(sdp.ZCDP(0.3), sdp.MCDP)
+    assert issubclass(sdp.NoExplicitBound, sdp.NotImplied)
+
+
+@pytest.mark.parametrize(("mu", "tau"), [(0.5, 1.0), (0.02, 0.2), (3.0, 0.5)])
+def test_mcdp_to_zcdp(mu: float, tau: float) -> None:
+    # BS16 Lemma 4.2: (μ, τ)-mCDP ⇒ (μ − τ²/2, τ²/2)-zCDP.
+    z = sdp.convert(sdp.MCDP(mu, tau), sdp.ZCDP)
+    assert z.rho == approx(tau * tau / 2, rel=1e-15)
+    assert z.xi == approx(mu - tau * tau / 2, rel=1e-14, abs=1e-16)
+    assert conv.mcdp_to_zcdp(sdp.MCDP(mu, tau)) == z
+
+
+def test_mcdp_of_gaussian_is_its_zcdp() -> None:
+    # The Gaussian mechanism with ρ = 1/(2σ²) is (ρ, √(2ρ))-mCDP; the lemma gives back ρ-zCDP.
+    rho = 0.125
+    z = sdp.convert(sdp.MCDP(rho, math.sqrt(2 * rho)), sdp.ZCDP)
+    assert z.rho == approx(rho, rel=1e-15)
+    assert z.xi == approx(0.0, abs=1e-16)
+
+
+# ----------------------------------------------------------------------------------------------
+# Mechanisms → zCDP
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("scale", "sens"), [(1.0, 1.0), (0.2, 1.0), (4.0, 2.0), (1e3, 1.0), (1e6, 1.0), (1e8, 1.0)]
+)
+def test_laplace_to_zcdp_is_kl(scale: float, sens: float) -> None:
+    e0 = sens / scale
+    with mp.workdps(50):
+        want = mp.mpf(e0) + mp.exp(-mp.mpf(e0)) - 1  # Harrison–Manurangsi 2025
+    z = sdp.convert(sdp.Laplace(scale, sens), sdp.ZCDP)
+    assert z.rho == approx(mp_float(want), rel=1e-12)
+    assert additive.laplace_to_zcdp(sdp.Laplace(scale, sens)) == z
+    # the KL of the Laplace pair by quadrature is the same number (FORMULAS §6)
+    assert mp_float(laplace_renyi_quad(scale, 1.0, sens)) == approx(mp_float(want), rel=1e-12)
+    # validity: ρ ≥ D_α/α on a dense α grid (Mironov's closed form, checked against quadrature
+    # in test_guarantees)
+    not_below(z.rho, sup_renyi_over_alpha(lambda a: laplace_renyi(e0, a), points=120))
+
+
+def test_laplace_to_zcdp_pinned() -> None:
+    # FORMULAS §6: at ε0 = 1, 0.3679 versus ε0·tanh(ε0/2) = 0.4621.
+    assert sdp.convert(sdp.Laplace(1.0), sdp.ZCDP).rho == approx(0.3679, abs=5e-5)
+
+
+@pytest.mark.parametrize(("sigma", "sens"), [(1.0, 1.0), (0.3, 2.0), (50.0, 1.0)])
+def test_gaussian_to_zcdp_and_gdp(sigma: float, sens: float) -> None:
+    m = sdp.Gaussian(sigma, sens)
+    rho = sens * sens / (2 * sigma * sigma)
+    assert sdp.convert(m, sdp.ZCDP).rho == approx(rho, rel=1e-15)
+    assert additive.gaussian_to_zcdp(m).rho == approx(rho, rel=1e-15)
+    assert sdp.convert(m, sdp.GDP).mu == approx(sens / sigma, rel=1e-15)
+    assert additive.gaussian_to_gdp(m).mu == approx(sens / sigma, rel=1e-15)
+    assert conv.gdp_to_zcdp(sdp.GDP(sens / sigma)).rho == approx(rho, rel=1e-15)
+
+
+@pytest.mark.parametrize("eps", [0.3, 2.0])
+def test_binary_rr_to_zcdp_is_eps_tanh(eps: float) -> None:
+    with mp.workdps(50):
+        want = mp.mpf(eps) * mp.tanh(mp.mpf(eps) / 2)
+    assert sdp.convert(sdp.RandomizedResponse(eps), sdp.ZCDP).rho == approx(
+        mp_float(want), rel=1e-15
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# The certified route: ρ ≥ sup_α D_α/α, within its stated slack
+# ----------------------------------------------------------------------------------------------
+
+
+CERTIFIED_CASES: list[tuple[str, sdp.Guarantee, Callable[[mp.mpf], mp.mpf]]] = [
+    ("PureDP(0.1)", sdp.PureDP(0.1), lambda a: rr_renyi(0.1, a)),
+    ("PureDP(1)", sdp.PureDP(1.0), lambda a: rr_renyi(1.0, a)),
+    ("PureDP(8)", sdp.PureDP(8.0), lambda a: rr_renyi(8.0, a)),
+    ("Laplace(1)", sdp.Laplace(1.0), lambda a: laplace_renyi(1.0, a)),
+    ("Laplace(0.25)", sdp.Laplace(0.25), lambda a: laplace_renyi(4.0, a)),
+    ("RR(1,5)", sdp.RandomizedResponse(1.0, 5), lambda a: rr_renyi(1.0, a, 5)),
+    ("RR(3,3)", sdp.RandomizedResponse(3.0, 3), lambda a: rr_renyi(3.0, a, 3)),
+    ("RR(0.5,50)", sdp.RandomizedResponse(0.5, 50), lambda a: rr_renyi(0.5, a, 50)),
+]
+
+
+@pytest.mark.parametrize(
+    ("g", "curve"), [c[1:] for c in CERTIFIED_CASES], ids=[c[0] for c in CERTIFIED_CASES]
+)
+def test_certified_route_is_valid_and_within_slack(
+    g: sdp.Guarantee, curve: Callable[[mp.mpf], mp.mpf]
+) -> None:
+    z = conv.guarantee_to_zcdp_certified(g)
+    sup = sup_renyi_over_alpha(curve, points=200)
+    not_below(z.rho, sup)
+    assert z.rho <= mp_float(sup) * (1 + CERTIFIED_SLACK)
+    # convert() returns the sharpest default route, so never above the certified one
+    assert sdp.convert(g, sdp.ZCDP).rho <= z.rho
+    not_below(sdp.convert(g, sdp.ZCDP).rho, sup)
+
+
+SMALL_CASES = [
+    ("sdp.BoundedRange(1e-3)", lambda: br_max_kl(1e-3)),
+    (
+        "sdp.RandomizedResponse(1e-3, 5)",
+        lambda: sup_renyi_over_alpha(lambda a: rr_renyi(1e-3, a, 5)),
+    ),
+    ("sdp.PureDP(1e-3)", lambda: sup_renyi_over_alpha(lambda a: rr_renyi(1e-3, a))),
+]
+
+
+@pytest.mark.parametrize(("source", "reference"), SMALL_CASES, ids=[c[0] for c in SMALL_CASES])
+def test_certified_route_is_fast_and_valid_for_small_parameters(
+    source: str, reference: Callable[[], mp.mpf]
+) -> None:
+    # The certified route at η = 1 takes milliseconds; small parameters must not take minutes.
+    # Run in a subprocess so that a regression fails after the timeout instead of hanging.
+    code = (
+        "import sharpdp as sdp\n"
+        "from sharpdp import conversions as conv\n"
+        f"print(repr(conv.guarantee_to_zcdp_certified({source}).rho))\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=6.0, check=True
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"guarantee_to_zcdp_certified({source}) took more than 6 s")
+    rho = float(done.stdout)
+    sup = reference()
+    not_below(rho, sup)
+    # The route stops refining when its evaluation budget is spent; it then documents no slack.
+    # Currently ~9e-4 relative here (versus 1e-7 when the budget suffices).
+    assert rho <= mp_float(sup) * (1 + 1e-3)
+
+
+def test_certified_route_needs_finite_max_divergence() -> None:
+    with pytest.raises(sdp.NotImplied):
+        conv.guarantee_to_zcdp_certified(sdp.Gaussian(1.0))
+    assert conv.guarantee_to_zcdp_certified(sdp.PureDP(0.0)).rho == 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Every route that returns something is valid for the source's worst-case mechanism
+# ----------------------------------------------------------------------------------------------
+
+
+def _laplace_profile(e0: float) -> Callable[[float], mp.mpf]:
+    # FORMULAS §6 (checked against quadrature in test_guarantees)
+    def profile(e: float) -> mp.mpf:
+        with mp.workdps(50):
+            return max(mp.mpf(0), 1 - mp.exp((mp.mpf(e) - e0) / 2)) if e < math.inf else mp.mpf(0)
+
+    return profile
+
+
+WORST_CASES: list[tuple[str, sdp.Guarantee, Callable[..., mp.mpf], Callable[..., mp.mpf]]] = [
+    ("PureDP(1.3)", sdp.PureDP(1.3), lambda a: rr_renyi(1.3, a), lambda e: rr_delta(1.3, e)),
+    (
+        "RR(1.3,4)",
+        sdp.RandomizedResponse(1.3, 4),
+        lambda a: rr_renyi(1.3, a, 4),
+        lambda e: rr_delta(1.3, e, 4),
+    ),
+    ("Laplace(0.8)", sdp.Laplace(0.8), lambda a: laplace_renyi(1.25, a), _laplace_profile(1.25)),
+    (
+        "Gaussian(1.5)",
+        sdp.Gaussian(1.5),
+        lambda a: a / (2 * 1.5**2) if a < math.inf else mp.inf,
+        lambda e: gaussian_delta(1 / 1.5, e),
+    ),
+    (
+        "GDP(0.7)",
+        sdp.GDP(0.7),
+        lambda a: a * 0.7**2 / 2 if a < math.inf else mp.inf,
+        lambda e: gaussian_delta(0.7, e),
+    ),
+    (
+        "BR(1.5)",
+        sdp.BoundedRange(1.5),
+        lambda a: br_renyi(1.5, a, points=100),
+        lambda e: br_delta(1.5, e, points=100),
+    ),
+    (
+        "ZCDP(0.2)",
+        sdp.ZCDP(0.2),
+        lambda a: 0.2 * a if a < math.inf else mp.inf,
+        lambda e: gaussian_delta(math.sqrt(0.4), e),
+    ),
+    (
+        "ApproxDP(1,0)",
+        sdp.ApproxDP(1.0, 0.0),
+        lambda a: rr_renyi(1.0, a),
+        lambda e: rr_delta(1.0, e),
+    ),
+]
+TARGETS = [sdp.PureDP, sdp.ZCDP, sdp.RDP, sdp.GDP, sdp.BoundedRange, sdp.ApproxZCDP, sdp.MCDP]
+CHECK_ALPHAS = [1.0, 1.5, 3.0, 20.0, math.inf]
+CHECK_EPS = [0.0, 0.3, 1.0, 2.5]
+
+
+@pytest.mark.parametrize(
+    ("g", "curve", "profile"), [c[1:] for c in WORST_CASES], ids=[c[0] for c in WORST_CASES]
+)
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.__name__)
+def test_every_route_is_valid(
+    g: sdp.Guarantee,
+    curve: Callable[[float], mp.mpf],
+    profile: Callable[[float], mp.mpf],
+    target: type[sdp.Guarantee],
+) -> None:
+    results = [h for _, h in conv.explain(g, target) if isinstance(h, sdp.Guarantee)]
+    with contextlib.suppress(sdp.NotImplied):
+        results.append(sdp.convert(g, target))
+    for h in results:
+        assert isinstance(h, target)
+        for a in CHECK_ALPHAS:
+            not_below(h.renyi(a), curve(a))
+        for e in CHECK_EPS:
+            not_below(h.delta(e), profile(e))
+
+
+def test_pure_dp_to_gdp_is_valid_and_tight_at_zero() -> None:
+    # ε-DP ⇒ μ-GDP with μ = 2Φ⁻¹(e^ε/(1+e^ε)); at ε′ = 0 both profiles are TV = tanh(ε/2).
+    for eps in [0.2, 1.0, 4.0]:
+        h = sdp.convert(sdp.PureDP(eps), sdp.GDP)
+        with mp.workdps(50):
+            mu = 2 * mp.sqrt(2) * mp.erfinv(2 * mp.exp(eps) / (1 + mp.exp(eps)) - 1)
+        assert h.mu == approx(mp_float(mu), rel=1e-12)
+        assert h.mu >= mp_float(mu) * (1 - FLOAT_SLACK)
+        assert h.delta(0.0) == approx(math.tanh(eps / 2), rel=1e-12)
+        for e in [0.0, 0.1 * eps, 0.5 * eps, 0.9 * eps, 2 * eps]:
+            not_below(h.delta(e), rr_delta(eps, e))
+
+
+@pytest.mark.parametrize("eps", [0.2, 1.5])
+def test_pure_dp_to_bounded_range(eps: float) -> None:
+    h = sdp.convert(sdp.PureDP(eps), sdp.BoundedRange)
+    assert h.eta == approx(2 * eps, rel=1e-15)
+    assert conv.pure_dp_to_bounded_range(sdp.PureDP(eps)) == h
+    for e in [0.0, 0.5 * eps, 0.99 * eps]:
+        not_below(h.delta(e), rr_delta(eps, e))
+
+
+def test_bounded_range_to_pure_dp_and_rdp() -> None:
+    assert sdp.convert(sdp.BoundedRange(1.7), sdp.PureDP).epsilon_ == approx(1.7, rel=1e-15)
+    assert conv.bounded_range_to_pure_dp(sdp.BoundedRange(1.7)).epsilon_ == approx(1.7)
+    r = conv.bounded_range_to_rdp(sdp.BoundedRange(1.7))
+    for alpha in [1.0, 2.0, 9.0]:
+        assert r.renyi(alpha) == approx(mp_float(br_renyi(1.7, alpha)), rel=EXACT)
+
+
+def test_generic_pure_dp_and_rdp_routes() -> None:
+    assert conv.guarantee_to_pure_dp(sdp.Laplace(0.5, 2.0)).epsilon_ == approx(4.0)
+    assert sdp.convert(sdp.Laplace(0.5, 2.0), sdp.PureDP).epsilon_ == approx(4.0)
+    r = conv.guarantee_to_rdp(sdp.Laplace(0.5))
+    for alpha in [1.0, 1.5, 30.0, math.inf]:
+        assert r.renyi(alpha) == approx(mp_float(laplace_renyi(2.0, alpha)), rel=EXACT)
+
+
+def test_approx_dp_to_approx_zcdp_keeps_the_tight_profile() -> None:
+    # BS16 Prop 1.13; the result's profile is exactly the KOV (ε, δ)-DP profile.
+    h = conv.approx_dp_to_approx_zcdp(sdp.ApproxDP(1.0, 1e-4))
+    assert (h.rho, h.delta_, h.xi) == (0.0, 1e-4, 1.0)
+    assert sdp.convert(sdp.ApproxDP(1.0, 1e-4), sdp.ApproxZCDP) == h
+    for e in [0.0, 0.4, 0.99, 1.0, 3.0]:
+        assert h.delta(e) == approx(mp_float(approx_dp_delta(1.0, 1e-4, e)), rel=EXACT)
+
+
+def test_gdp_to_approx_dp_and_rdp_to_approx_dp() -> None:
+    got = conv.gdp_to_approx_dp(sdp.GDP(1.0), 1e-5)
+    assert got.epsilon_ == approx(4.377178, abs=5e-7)  # FORMULAS §5
+    assert got.epsilon_ == approx(mp_float(gaussian_epsilon(1.0, 1e-5)), rel=EXACT)
+    orders = [1.5, 2.0, 4.0, 8.0, 16.0, 32.0]
+    r = sdp.RDP(orders, [0.5 * a for a in orders])  # the Gaussian σ = 1 at these orders
+    e = conv.rdp_to_approx_dp(r, 1e-5).epsilon_
+    not_below(e, gaussian_epsilon(1.0, 1e-5))
+    not_below(e, zcdp_cks20_epsilon(0.5, 1e-5))  # a finite grid of orders is never better
+    with mp.workdps(50):  # CKS20 Prop 12 at the given orders
+        best = min(cks20_epsilon_point(mp.mpf(a), 0.5 * mp.mpf(a), 1e-5) for a in orders)
+    assert e <= mp_float(best) * (1 + EXACT)
+
+
+def test_gdp_infinite_to_zcdp() -> None:
+    with pytest.raises(sdp.NotImplied):
+        conv.gdp_to_zcdp(sdp.GDP(math.inf))
+
+
+# ----------------------------------------------------------------------------------------------
+# Identity conversions: a guarantee is the sharpest guarantee of its own type it implies
+# ----------------------------------------------------------------------------------------------
+
+IDENTITY = [
+    sdp.PureDP(0.7),
+    sdp.ZCDP(0.3),
+    sdp.GDP(1.2),
+    sdp.BoundedRange(0.9),
+]
+
+
+@pytest.mark.parametrize("g", IDENTITY, ids=repr)
+def test_identity_conversion(g: sdp.Guarantee) -> None:
+    assert sdp.convert(g, type(g)) == g
+
+
+# ----------------------------------------------------------------------------------------------
+# Impossible directions, method=, ApproxDP targets
+# ----------------------------------------------------------------------------------------------
+
+APPROX_WITH_DELTA = [sdp.ApproxDP(1.0, 1e-6), sdp.ApproxZCDP(0.1, 1e-6)]
+
+
+@pytest.mark.parametrize("g", APPROX_WITH_DELTA, ids=repr)
+@pytest.mark.parametrize(
+    "target", [sdp.ZCDP, sdp.RDP, sdp.PureDP, sdp.GDP, sdp.BoundedRange], ids=lambda t: t.__name__
+)
+def test_delta_positive_implies_no_renyi_type_guarantee(
+    g: sdp.Guarantee, target: type[sdp.Guarantee]
+) -> None:
+    with pytest.raises(sdp.NotImplied):
+        sdp.convert(g, target)
+
+
+@pytest.mark.parametrize("g", [sdp.Gaussian(1.0), sdp.ZCDP(0.1), sdp.GDP(0.5)], ids=repr)
+def test_unbounded_max_divergence_implies_no_pure_dp(g: sdp.Guarantee) -> None:
+    with pytest.raises(sdp.NotImplied):
+        sdp.convert(g, sdp.PureDP)
+    with pytest.raises(sdp.NotImplied):
+        sdp.convert(g, sdp.BoundedRange)
+
+
+def test_approx_dp_with_zero_delta_converts() -> None:
+    z = sdp.convert(sdp.ApproxDP(1.0, 0.0), sdp.ZCDP)
+    assert z.rho == approx(math.tanh(0.5), rel=1e-15)
+    assert sdp.convert(sdp.ZCDP(0.0, 1.2), sdp.PureDP).epsilon_ == approx(1.2)
+
+
+def test_method_selects_a_route() -> None:
+    names = {r.name for r in conv.routes(sdp.PureDP(1.0), sdp.ZCDP)}
+    assert {"steinke24-thm5", "bs16-prop1.4", "bs16-lemma3.2", "certified-rdp-sup"} <= names
+    cert = sdp.convert(sdp.PureDP(1.0), sdp.ZCDP, method="certified-rdp-sup")
+    assert cert.rho >= math.tanh(0.5) * (1 - FLOAT_SLACK)
+    assert cert.rho <= math.tanh(0.5) * (1 + CERTIFIED_SLACK)
+    assert sdp.convert(sdp.BoundedRange(2.0), sdp.ZCDP, method="cr21").rho == approx(0.5)
+    assert sdp.convert(sdp.PureDP(1.0), sdp.ZCDP, method="via-pure-dp").rho == approx(
+        math.tanh(0.5), rel=1e-15
+    )
+
+
+def test_explain_lists_every_route_with_its_result() -> None:
+    pairs = conv.explain(sdp.PureDP(1.0), sdp.ZCDP)
+    assert [r.name for r, _ in pairs] == [r.name for r in conv.routes(sdp.PureDP(1.0), sdp.ZCDP)]
+    for route, result in pairs:
+        assert route.theorem
+        assert isinstance(result, sdp.ZCDP | sdp.SharpDPError)
+
+
+@pytest.mark.parametrize("method", ["nope", "", "Steinke24-Thm5"])
+def test_unknown_method_is_invalid(method: str) -> None:
+    with pytest.raises(sdp.InvalidParameter, match="method"):
+        sdp.convert(sdp.PureDP(1.0), sdp.ZCDP, method=method)
+
+
+def test_approx_dp_target_needs_exactly_one_of_delta_epsilon() -> None:
+    g = sdp.Gaussian(1.0)
+    with pytest.raises(sdp.InvalidParameter):
+        sdp.convert(g, sdp.ApproxDP)
+    with pytest.raises(sdp.InvalidParameter):
+        sdp.convert(g, sdp.ApproxDP, delta=1e-5, epsilon=1.0)
+    with pytest.raises(sdp.InvalidParameter):
+        sdp.convert(g, sdp.ZCDP, delta=1e-5)
+    with pytest.raises(sdp.InvalidParameter):
+        sdp.convert(g, sdp.ZCDP, epsilon=1.0)
+
+
+def test_approx_dp_target_values() -> None:
+    by_delta = sdp.convert(sdp.Gaussian(1.0), sdp.ApproxDP, delta=1e-5)
+    assert by_delta.delta_ == 1e-5
+    assert by_delta.epsilon_ == approx(mp_float(gaussian_epsilon(1.0, 1e-5)), rel=EXACT)
+    by_eps = sdp.convert(sdp.Gaussian(1.0), sdp.ApproxDP, epsilon=1.0)
+    assert by_eps.epsilon_ == 1.0
+    assert by_eps.delta_ == approx(mp_float(gaussian_delta(1.0, 1.0)), rel=EXACT)
+    rr = sdp.convert(sdp.PureDP(2.0), sdp.ApproxDP, epsilon=1.0)
+    assert rr.delta_ == approx(mp_float(rr_delta(2.0, 1.0)), rel=EXACT)
+    with pytest.raises(sdp.NotImplied):
+        sdp.convert(sdp.Gaussian(1.0), sdp.ApproxDP, delta=0.0)
+
+
+@pytest.mark.parametrize("bad", [None, 3, "ZCDP", object()], ids=repr)
+def test_convert_rejects_non_guarantees(bad: object) -> None:
+    with pytest.raises(sdp.InvalidParameter, match="source"):
+        sdp.convert(bad, sdp.ZCDP)  # type: ignore[arg-type]
+    with pytest.raises(sdp.InvalidParameter, match="target"):
+        sdp.convert(sdp.PureDP(1.0), bad)  # type: ignore[arg-type]

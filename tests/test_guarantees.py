@@ -1,0 +1,670 @@
+"""Every guarantee's closed forms against an independent computation.
+
+Expected values come from ``tests/reference.py`` (enumeration of explicit distributions, mpmath
+quadrature, brute-force sup over t-grids, closed forms written from FORMULAS.md) or from numbers
+pinned in FORMULAS.md; never from sharpdp itself.
+
+Tolerances: quantities the library calls exact (RR, Laplace, Gaussian/GDP, bounded range, the
+(ε, δ)-DP profile) are checked two-sided at a relative 1e-9; bounds (zCDP → (ε, δ), RDP points)
+are checked to be never below the exact value of a mechanism meeting the hypothesis and never above
+the bound they implement.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import pytest
+
+import sharpdp as sdp
+from reference import (
+    approx_dp_delta,
+    br_delta,
+    br_epsilon,
+    br_max_kl,
+    br_renyi,
+    cks20_epsilon_point,
+    gaussian_delta,
+    gaussian_delta_quad,
+    gaussian_epsilon,
+    gaussian_renyi_quad,
+    invert_profile,
+    laplace_delta_quad,
+    laplace_renyi,
+    laplace_renyi_quad,
+    rr_delta,
+    rr_pair,
+    rr_renyi,
+    zcdp_cks20_delta,
+    zcdp_cks20_epsilon,
+)
+
+EXACT = 1e-9  # relative tolerance for values the library states as exact
+FLOAT_SLACK = 1e-14
+NOISE = 1e-40  # absolute rounding floor of 50-digit sums of O(1) probabilities
+
+
+def approx(expected: object, *, rel: float = EXACT, abs: float = 0.0) -> object:
+    """pytest.approx without its default absolute tolerance of 1e-12 (vacuous for tiny values)."""
+    return pytest.approx(expected, rel=rel, abs=abs)
+
+
+ALPHAS = [1.0, 1.0 + 1e-9, 1.0 + 1e-6, 1.001, 1.5, 2.0, 3.0, 10.0, 100.0, 1e4, math.inf]
+
+
+def close(got: float, want: object, rel: float = EXACT, abs_: float = 0.0) -> None:
+    """Assert ``got`` (a float from sharpdp) equals the reference ``want`` to ``rel``."""
+    w = float(want)  # type: ignore[arg-type]
+    assert not math.isnan(got)
+    assert got == pytest.approx(w, rel=rel, abs=abs_), f"got {got!r}, expected {w!r}"
+
+
+def not_below(got: float, want: object, slack: float = FLOAT_SLACK) -> None:
+    w = float(want)  # type: ignore[arg-type]
+    assert not math.isnan(got)
+    assert got >= w * (1.0 - slack) - 1e-300, f"got {got!r} below the exact value {w!r}"
+
+
+def not_above(got: float, bound: object, rel: float = EXACT) -> None:
+    """``got`` ≤ a bound the library implements (a δ underflowing to 0 may round up to 5e-324)."""
+    b = float(bound)  # type: ignore[arg-type]
+    assert got <= b * (1.0 + rel) + 5e-324, f"got {got!r} above the bound {b!r}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure DP = binary randomized response (the worst case of ε-DP)
+# ----------------------------------------------------------------------------------------------
+
+PURE_EPS = [0.01, 0.1, 1.0, 5.0, 20.0]
+
+
+@pytest.mark.parametrize("eps", PURE_EPS)
+@pytest.mark.parametrize("frac", [0.0, 0.25, 0.5, 0.9, 0.999, 1.0, 1.5, math.inf])
+def test_pure_dp_profile_matches_rr_enumeration(eps: float, frac: float) -> None:
+    e = eps * frac if frac != math.inf else math.inf
+    close(sdp.PureDP(eps).delta(e), rr_delta(eps, e), abs_=NOISE)
+
+
+@pytest.mark.parametrize("eps", PURE_EPS)
+@pytest.mark.parametrize("delta", [0.0, 1e-300, 1e-12, 1e-5, 0.01, 0.3, 0.9])
+def test_pure_dp_epsilon_inverts_rr_enumeration(eps: float, delta: float) -> None:
+    want = invert_profile(lambda x: rr_delta(eps, x), delta)
+    close(sdp.PureDP(eps).epsilon(delta), want, abs_=1e-12)
+
+
+@pytest.mark.parametrize("eps", PURE_EPS)
+@pytest.mark.parametrize("alpha", ALPHAS)
+def test_pure_dp_renyi_matches_rr_enumeration(eps: float, alpha: float) -> None:
+    close(sdp.PureDP(eps).renyi(alpha), rr_renyi(eps, alpha))
+
+
+@pytest.mark.parametrize("eps", PURE_EPS)
+def test_pure_dp_kl_closed_form(eps: float) -> None:
+    # FORMULAS §1: KL(RR) = ε·tanh(ε/2); D_∞ = ε.
+    with mp.workdps(50):
+        close(sdp.PureDP(eps).renyi(1.0), mp.mpf(eps) * mp.tanh(mp.mpf(eps) / 2))
+    assert sdp.PureDP(eps).renyi(math.inf) == eps
+
+
+def test_pure_dp_zero_and_infinite() -> None:
+    assert sdp.PureDP(0.0).delta(0.0) == 0.0
+    assert sdp.PureDP(0.0).epsilon(0.0) == 0.0
+    assert sdp.PureDP(0.0).renyi(2.0) == 0.0
+    g = sdp.PureDP(math.inf)
+    assert g.epsilon(0.5) == math.inf
+    assert g.renyi(2.0) == math.inf
+
+
+# ----------------------------------------------------------------------------------------------
+# Randomized response, k categories
+# ----------------------------------------------------------------------------------------------
+
+RR_CASES = [(0.5, 2), (0.5, 3), (2.0, 3), (2.0, 5), (8.0, 10), (1.0, 100)]
+
+
+@pytest.mark.parametrize(("eps", "k"), RR_CASES)
+def test_rr_probabilities(eps: float, k: int) -> None:
+    p, q = rr_pair(eps, k)
+    m = sdp.RandomizedResponse(eps, k)
+    for got, want in zip(m.probabilities(0), p, strict=True):
+        close(got, want, rel=1e-14)
+    for got, want in zip(m.probabilities(1), q, strict=True):
+        close(got, want, rel=1e-14)
+    assert math.fsum(m.probabilities(k - 1)) == approx(1.0, rel=1e-14)
+
+
+@pytest.mark.parametrize(("eps", "k"), RR_CASES)
+@pytest.mark.parametrize("frac", [0.0, 0.3, 0.99, 1.0, 2.0, math.inf])
+def test_rr_profile_matches_enumeration(eps: float, k: int, frac: float) -> None:
+    e = eps * frac if frac != math.inf else math.inf
+    close(sdp.RandomizedResponse(eps, k).delta(e), rr_delta(eps, e, k), abs_=NOISE)
+
+
+@pytest.mark.parametrize(("eps", "k"), RR_CASES)
+@pytest.mark.parametrize("delta", [0.0, 1e-10, 1e-3, 0.1])
+def test_rr_epsilon_inverts_enumeration(eps: float, k: int, delta: float) -> None:
+    want = invert_profile(lambda x: rr_delta(eps, x, k), delta)
+    close(sdp.RandomizedResponse(eps, k).epsilon(delta), want, abs_=1e-12)
+
+
+@pytest.mark.parametrize(("eps", "k"), RR_CASES)
+@pytest.mark.parametrize("alpha", ALPHAS)
+def test_rr_renyi_matches_enumeration(eps: float, k: int, alpha: float) -> None:
+    close(sdp.RandomizedResponse(eps, k).renyi(alpha), rr_renyi(eps, alpha, k))
+
+
+# ----------------------------------------------------------------------------------------------
+# Laplace mechanism (quadrature)
+# ----------------------------------------------------------------------------------------------
+
+LAPLACE_CASES = [(1.0, 1.0), (0.25, 1.0), (2.0, 0.5), (10.0, 1.0)]  # (scale, sensitivity)
+
+
+@pytest.mark.parametrize(("scale", "sens"), LAPLACE_CASES)
+@pytest.mark.parametrize("frac", [0.0, 0.3, 0.9, 1.0, 1.5])
+def test_laplace_profile_matches_quadrature(scale: float, sens: float, frac: float) -> None:
+    e = frac * sens / scale
+    want = laplace_delta_quad(scale, e, sens)
+    close(sdp.Laplace(scale, sens).delta(e), want, abs_=1e-15)
+
+
+@pytest.mark.parametrize(("scale", "sens"), LAPLACE_CASES)
+@pytest.mark.parametrize("delta", [1e-12, 1e-5, 0.05, 0.2])
+def test_laplace_epsilon(scale: float, sens: float, delta: float) -> None:
+    eps0 = sens / scale
+    got = sdp.Laplace(scale, sens).epsilon(delta)
+    # FORMULAS §6 closed form ε(δ) = max(0, ε0 + 2 log(1 − δ)) ...
+    with mp.workdps(50):
+        close(got, max(mp.mpf(0), eps0 + 2 * mp.log(1 - mp.mpf(delta))), abs_=1e-15)
+    # ... and quadrature of the hockey-stick divergence at the returned ε gives back δ.
+    # (|dδ/dε| ≤ 1/2, so a float-rounded ε moves δ by ~1e-16 absolute)
+    if got > 0:
+        close(float(laplace_delta_quad(scale, got, sens)), delta, rel=1e-8, abs_=1e-15)
+
+
+@pytest.mark.parametrize(("scale", "sens"), LAPLACE_CASES)
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 2.0, 10.0, 100.0])
+def test_laplace_renyi_matches_quadrature(scale: float, sens: float, alpha: float) -> None:
+    want = laplace_renyi_quad(scale, alpha, sens)
+    close(float(laplace_renyi(sens / scale, alpha)), want, rel=1e-12)  # reference self-check
+    close(sdp.Laplace(scale, sens).renyi(alpha), want)
+
+
+@pytest.mark.parametrize(("scale", "sens"), LAPLACE_CASES)
+@pytest.mark.parametrize("alpha", [1.0 + 1e-9, 1.0 + 1e-6, 1.01, 3.0, 1e4, 1e7, math.inf])
+def test_laplace_renyi_matches_mironov(scale: float, sens: float, alpha: float) -> None:
+    close(sdp.Laplace(scale, sens).renyi(alpha), laplace_renyi(sens / scale, alpha))
+
+
+@pytest.mark.parametrize("scale", [1e4, 1e6, 1e8])
+@pytest.mark.parametrize("alpha", [1.0, 1.0 + 1e-6, 2.0, 10.0])
+def test_laplace_renyi_small_epsilon0(scale: float, alpha: float) -> None:
+    # ε0 = 1/scale ≪ 1: D_α ≈ αε0²/2 must keep its relative accuracy (no cancellation).
+    close(sdp.Laplace(scale).renyi(alpha), laplace_renyi(1.0 / scale, alpha))
+
+
+def test_laplace_zero_sensitivity_is_perfectly_private() -> None:
+    m = sdp.Laplace(1.0, 0.0)
+    assert m.delta(0.0) == 0.0
+    assert m.epsilon(0.0) == 0.0
+    assert m.renyi(math.inf) == 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Gaussian mechanism and GDP
+# ----------------------------------------------------------------------------------------------
+
+# FORMULAS §5, all at δ = 1e-5 (re-derived by bisection on the closed form: 4.377178096,
+# 0.7255217509, 9.997256146, 7.511275901). k-fold composition of σ is one Gaussian with σ/√k.
+PINNED_GAUSSIAN = [
+    (1.0, 4.377178),
+    (5.0, 0.725522),
+    (0.5, 9.997256),  # σ = 5, k = 100
+    (20.0 / math.sqrt(1000.0), 7.511276),  # σ = 20, k = 1000
+]
+
+
+@pytest.mark.parametrize(("sigma", "pinned"), PINNED_GAUSSIAN)
+def test_gaussian_pinned_values(sigma: float, pinned: float) -> None:
+    got = sdp.Gaussian(sigma).epsilon(1e-5)
+    assert round(got, 6) == pinned
+    close(got, gaussian_epsilon(1.0 / sigma, 1e-5))
+    # quadrature of the hockey-stick divergence at the returned ε gives back δ = 1e-5
+    close(float(gaussian_delta_quad(sigma, got)), 1e-5, rel=1e-8)
+
+
+def test_gaussian_composition_pinned_equivalence() -> None:
+    # σ = 5 composed 100 times ≡ σ = 0.5; σ = 20 composed 1000 times ≡ σ = 20/√1000 (μ adds in L2).
+    assert sdp.GDP(math.sqrt(100) / 5.0).epsilon(1e-5) == approx(9.997256, abs=5e-7)
+    assert sdp.GDP(math.sqrt(1000) / 20.0).epsilon(1e-5) == approx(7.511276, abs=5e-7)
+
+
+@pytest.mark.parametrize(("sigma", "sens"), [(0.5, 1.0), (1.0, 1.0), (5.0, 1.0), (3.0, 2.0)])
+@pytest.mark.parametrize("eps", [0.0, 0.5, 2.0, 5.0])
+def test_gaussian_profile_matches_quadrature(sigma: float, sens: float, eps: float) -> None:
+    want = gaussian_delta_quad(sigma, eps, sens)
+    close(float(gaussian_delta(sens / sigma, eps)), want, rel=1e-12)  # reference self-check
+    close(sdp.Gaussian(sigma, sens).delta(eps), want)
+
+
+@pytest.mark.parametrize("mu", [1e-3, 0.1, 1.0, 3.0, 10.0, 40.0])
+@pytest.mark.parametrize("eps", [0.0, 0.1, 1.0, 10.0, 100.0])
+def test_gdp_profile_closed_form(mu: float, eps: float) -> None:
+    close(sdp.GDP(mu).delta(eps), gaussian_delta(mu, eps), abs_=1e-300)
+
+
+@pytest.mark.parametrize("mu", [1e-3, 0.1, 1.0, 3.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-100, 1e-10, 1e-5, 1e-2, 0.3])
+def test_gdp_and_gaussian_epsilon(mu: float, delta: float) -> None:
+    want = gaussian_epsilon(mu, delta)
+    close(sdp.GDP(mu).epsilon(delta), want, abs_=1e-12)
+    close(sdp.Gaussian(1.0 / mu).epsilon(delta), want, abs_=1e-12)
+    close(sdp.Gaussian(2.0 / mu, sensitivity=2.0).epsilon(delta), want, abs_=1e-12)
+
+
+@pytest.mark.parametrize(("sigma", "alpha"), [(1.0, 2.0), (2.0, 5.0), (0.5, 1.0), (1.0, 30.0)])
+def test_gaussian_renyi_matches_quadrature(sigma: float, alpha: float) -> None:
+    want = gaussian_renyi_quad(sigma, alpha)
+    close(float(want), alpha / (2 * sigma**2), rel=1e-12)  # FORMULAS §5, E3
+    close(sdp.Gaussian(sigma).renyi(alpha), want)
+    close(sdp.GDP(1.0 / sigma).renyi(alpha), want)
+
+
+def test_gaussian_and_gdp_max_divergence_unbounded() -> None:
+    assert sdp.Gaussian(1.0).renyi(math.inf) == math.inf
+    assert sdp.GDP(1.0).renyi(math.inf) == math.inf
+    assert sdp.Gaussian(1.0).epsilon(0.0) == math.inf
+    assert sdp.GDP(0.0).epsilon(0.0) == 0.0
+    assert sdp.GDP(0.0).delta(0.0) == 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Bounded range (brute-force sup over the GRR_t family)
+# ----------------------------------------------------------------------------------------------
+
+ETAS = [0.5, 1.0, 2.0, 5.0]
+
+
+@pytest.mark.parametrize("eta", ETAS)
+@pytest.mark.parametrize("alpha", [1.0, 1.0 + 1e-6, 1.5, 2.0, 4.0, 10.0, 50.0, math.inf])
+def test_bounded_range_renyi_is_the_sup_over_t(eta: float, alpha: float) -> None:
+    want = br_renyi(eta, alpha)
+    got = sdp.BoundedRange(eta).renyi(alpha)
+    not_below(got, want)
+    close(got, want)
+
+
+@pytest.mark.parametrize("eta", ETAS)
+@pytest.mark.parametrize("frac", [0.0, 0.1, 0.5, 0.9, 1.0, 2.0])
+def test_bounded_range_profile_is_the_sup_over_t(eta: float, frac: float) -> None:
+    want = br_delta(eta, frac * eta)
+    got = sdp.BoundedRange(eta).delta(frac * eta)
+    not_below(got, want)
+    close(got, want, abs_=NOISE)
+
+
+@pytest.mark.parametrize("eta", ETAS)
+@pytest.mark.parametrize("delta", [1e-9, 1e-3, 0.05])
+def test_bounded_range_epsilon_inverts_the_profile(eta: float, delta: float) -> None:
+    want = br_epsilon(eta, delta)
+    # cross-check the per-t inversion against the brute-force profile at the answer
+    close(float(br_delta(eta, float(want))), delta, rel=1e-9)
+    close(sdp.BoundedRange(eta).epsilon(delta), want, abs_=1e-12)
+
+
+@pytest.mark.parametrize(("eta", "pinned"), [(0.5, 0.031142), (1.0, 0.123302), (2.0, 0.474475)])
+def test_bounded_range_max_kl(eta: float, pinned: float) -> None:
+    # FORMULAS §2: max_t KL(GRR_t) = y − 1 − log y, y = η/(e^η − 1); pinned to 6 decimals.
+    grid = br_max_kl(eta)
+    with mp.workdps(50):
+        y = mp.mpf(eta) / mp.expm1(eta)
+        close(float(grid), y - 1 - mp.log(y), rel=1e-30)
+    assert round(float(grid), 6) == pinned
+    close(sdp.BoundedRange(eta).renyi(1.0), grid)
+
+
+def test_bounded_range_contains_rr_half() -> None:
+    # GRR at t = η/2 is RR(η/2), so η-BR is never better than (η/2)-RR.
+    for eta in ETAS:
+        for e in [0.0, 0.2 * eta, 0.45 * eta]:
+            not_below(sdp.BoundedRange(eta).delta(e), rr_delta(eta / 2, e))
+
+
+# ----------------------------------------------------------------------------------------------
+# zCDP, approximate zCDP, mCDP
+# ----------------------------------------------------------------------------------------------
+
+
+def test_zcdp_pinned_cks20() -> None:
+    # FORMULAS §4: ρ = 0.1, δ = 1e-5: CKS20 1.91424 versus BS16 Lemma 3.5 2.24597.
+    got = sdp.ZCDP(0.1).epsilon(1e-5)
+    assert got == approx(1.91424, abs=5e-6)
+    close(float(zcdp_cks20_epsilon(0.1, 1e-5)), 1.91424, rel=5e-6)
+    assert got <= 2.24597
+    with mp.workdps(50):
+        assert got < float(0.1 + 2 * mp.sqrt(0.1 * mp.log(1e5)))
+
+
+ZCDP_RHOS = [1e-6, 1e-3, 0.1, 1.0, 10.0]
+
+
+@pytest.mark.parametrize("rho", ZCDP_RHOS)
+@pytest.mark.parametrize("delta", [1e-100, 1e-10, 1e-5, 1e-2])
+def test_zcdp_epsilon_between_gaussian_and_cks20(rho: float, delta: float) -> None:
+    got = sdp.ZCDP(rho).epsilon(delta)
+    # The Gaussian with μ²/2 = ρ is ρ-zCDP, so no valid bound is below its exact ε.
+    not_below(got, gaussian_epsilon(math.sqrt(2 * rho), delta))
+    # The library takes the minimum of valid analyses, CKS20 Cor 13 among them.
+    not_above(got, zcdp_cks20_epsilon(rho, delta))
+
+
+@pytest.mark.parametrize("rho", ZCDP_RHOS)
+@pytest.mark.parametrize("eps", [0.0, 0.1, 1.0, 5.0, 30.0])
+def test_zcdp_delta_between_gaussian_and_cks20(rho: float, eps: float) -> None:
+    got = sdp.ZCDP(rho).delta(eps)
+    not_below(got, gaussian_delta(math.sqrt(2 * rho), eps))
+    not_above(got, zcdp_cks20_delta(rho, eps))
+
+
+@pytest.mark.parametrize(("rho", "xi"), [(0.1, 0.0), (0.5, 0.3), (0.2, -0.1), (0.0, 1.5)])
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 7.0, 1e3])
+def test_zcdp_renyi_is_the_definition(rho: float, xi: float, alpha: float) -> None:
+    close(sdp.ZCDP(rho, xi).renyi(alpha), max(0.0, xi + rho * alpha), rel=1e-15)
+
+
+def test_zcdp_max_divergence() -> None:
+    assert sdp.ZCDP(0.1).renyi(math.inf) == math.inf
+    assert sdp.ZCDP(0.0, 2.0).renyi(math.inf) == 2.0
+    assert sdp.ZCDP(0.0).renyi(math.inf) == 0.0
+
+
+@pytest.mark.parametrize("xi", [0.1, 1.0, 4.0])
+@pytest.mark.parametrize("frac", [0.0, 0.5, 1.0])
+def test_zcdp_rho_zero_is_pure_dp(xi: float, frac: float) -> None:
+    # BS16 Lemma 3.2: (ξ, 0)-zCDP ⇔ ξ-DP, whose tight profile is RR's.
+    close(sdp.ZCDP(0.0, xi).delta(frac * xi), rr_delta(xi, frac * xi), abs_=NOISE)
+    close(
+        sdp.ZCDP(0.0, xi).epsilon(1e-3),
+        invert_profile(lambda e: rr_delta(xi, e), 1e-3),
+        abs_=1e-12,
+    )
+
+
+@pytest.mark.parametrize("rho", [0.1, 0.5, 3.0])
+def test_zcdp_with_xi_minus_rho_is_perfect_privacy(rho: float) -> None:
+    # (ξ = −ρ, ρ)-zCDP gives KL = D_1 ≤ ξ + ρ = 0, so P = Q: δ(ε) = 0 and ε(δ) = 0 for every δ
+    # (this is what MCDP(0, τ) reduces to by BS16 Lemma 4.2).
+    for g in [sdp.ZCDP(rho, -rho), sdp.MCDP(0.0, math.sqrt(2 * rho))]:
+        assert g.renyi(1.0) == pytest.approx(0.0, abs=1e-15)
+        for e in [0.0, 0.5, math.inf]:
+            assert g.delta(e) == pytest.approx(0.0, abs=1e-15)
+        for d in [0.0, 1e-300, 1e-5]:
+            assert g.epsilon(d) == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize(("rho", "xi"), [(0.1, 0.2), (1.0, 0.5)])
+def test_zcdp_with_xi_below_cks20_with_xi(rho: float, xi: float) -> None:
+    got = sdp.ZCDP(rho, xi).epsilon(1e-6)
+    not_above(got, zcdp_cks20_epsilon(rho, 1e-6, xi))
+    not_below(got, _zcdp_xi_lower_bound(rho, xi, 1e-6))
+
+
+def _zcdp_xi_lower_bound(rho: float, xi: float, delta: float) -> float:
+    # (ξ, ρ)-zCDP contains both ρ-zCDP (the Gaussian) and ξ-DP (RR): a valid ε is ≥ both.
+    return max(
+        float(gaussian_epsilon(math.sqrt(2 * rho), delta)),
+        float(invert_profile(lambda e: rr_delta(xi, e), delta)),
+    )
+
+
+@pytest.mark.parametrize(("rho", "d0"), [(0.1, 1e-6), (1.0, 1e-3)])
+@pytest.mark.parametrize("eps", [0.0, 1.0, 3.0])
+def test_approx_zcdp_profile(rho: float, d0: float, eps: float) -> None:
+    got = sdp.ApproxZCDP(rho, d0).delta(eps)
+    mu = math.sqrt(2 * rho)
+    # Mixture (1 − δ0)·Gaussian + δ0·(infinite loss) is δ0-approximately ρ-zCDP.
+    not_below(got, d0 + (1 - d0) * gaussian_delta(mu, eps))
+    not_above(got, d0 + (1 - d0) * zcdp_cks20_delta(rho, eps))
+
+
+def test_approx_zcdp_epsilon_below_delta0_is_infinite() -> None:
+    g = sdp.ApproxZCDP(0.1, 1e-4)
+    assert g.epsilon(1e-5) == math.inf
+    assert g.renyi(2.0) == math.inf
+    assert math.isfinite(g.epsilon(1e-3))
+    not_below(g.epsilon(2e-4), gaussian_epsilon(math.sqrt(0.2), (2e-4 - 1e-4) / (1 - 1e-4)))
+
+
+@pytest.mark.parametrize(("mu", "tau"), [(0.5, 1.0), (0.1, 0.3), (2.0, 0.5)])
+def test_mcdp_via_bs16_lemma_4_2(mu: float, tau: float) -> None:
+    rho, xi = tau * tau / 2, mu - tau * tau / 2
+    for alpha in [1.0, 2.0, 10.0]:
+        close(sdp.MCDP(mu, tau).renyi(alpha), max(0.0, xi + rho * alpha), rel=1e-14)
+    not_above(sdp.MCDP(mu, tau).epsilon(1e-5), zcdp_cks20_epsilon(rho, 1e-5, xi))
+
+
+# ----------------------------------------------------------------------------------------------
+# Approximate DP: the KOV four-point pair
+# ----------------------------------------------------------------------------------------------
+
+APPROX_CASES = [(0.5, 1e-6), (1.0, 1e-3), (3.0, 0.1), (1.0, 0.0)]
+
+
+@pytest.mark.parametrize(("eps0", "d0"), APPROX_CASES)
+@pytest.mark.parametrize("frac", [0.0, 0.5, 1.0, 2.0, math.inf])
+def test_approx_dp_profile_matches_enumeration(eps0: float, d0: float, frac: float) -> None:
+    e = frac * eps0 if frac != math.inf else math.inf
+    close(sdp.ApproxDP(eps0, d0).delta(e), approx_dp_delta(eps0, d0, e), abs_=NOISE)
+
+
+@pytest.mark.parametrize(("eps0", "d0"), APPROX_CASES)
+@pytest.mark.parametrize("delta", [0.0, 1e-7, 1e-3, 0.15, 0.5])
+def test_approx_dp_epsilon_inverts_enumeration(eps0: float, d0: float, delta: float) -> None:
+    got = sdp.ApproxDP(eps0, d0).epsilon(delta)
+    if delta < d0:
+        assert got == math.inf
+    else:
+        want = invert_profile(lambda e: approx_dp_delta(eps0, d0, e), delta)
+        close(got, want, abs_=1e-12)
+
+
+def test_approx_dp_renyi() -> None:
+    assert sdp.ApproxDP(1.0, 1e-9).renyi(1.0) == math.inf
+    assert sdp.ApproxDP(1.0, 1e-9).renyi(2.0) == math.inf
+    close(sdp.ApproxDP(1.0, 0.0).renyi(2.0), rr_renyi(1.0, 2.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# RDP given at points / by a function
+# ----------------------------------------------------------------------------------------------
+
+GAUSS_ORDERS = [1.5, 2.0, 3.0, 5.0, 8.0, 16.0, 32.0, 64.0]
+
+
+@pytest.mark.parametrize("rho", [0.01, 0.5])
+def test_rdp_points_interpolation_is_valid(rho: float) -> None:
+    g = sdp.RDP(GAUSS_ORDERS, [rho * a for a in GAUSS_ORDERS])
+    for a, e in zip(GAUSS_ORDERS, [rho * a for a in GAUSS_ORDERS], strict=True):
+        assert g.renyi(a) == approx(e, rel=1e-15)
+    # Between the orders the value must still bound the true curve ρα of the Gaussian.
+    for alpha in [1.6, 2.5, 4.0, 7.0, 20.0, 50.0]:
+        not_below(g.renyi(alpha), rho * alpha)
+    assert g.renyi(100.0) == math.inf  # nothing known beyond the last order
+
+
+@pytest.mark.parametrize("rho", [0.01, 0.5])
+@pytest.mark.parametrize("delta", [1e-10, 1e-5])
+def test_rdp_points_epsilon(rho: float, delta: float) -> None:
+    g = sdp.RDP(GAUSS_ORDERS, [rho * a for a in GAUSS_ORDERS])
+    got = g.epsilon(delta)
+    not_below(got, gaussian_epsilon(math.sqrt(2 * rho), delta))
+    with mp.workdps(50):
+        best = min(cks20_epsilon_point(mp.mpf(a), rho * mp.mpf(a), delta) for a in GAUSS_ORDERS)
+    not_above(got, best)
+
+
+@pytest.mark.parametrize("rho", [0.01, 0.5])
+def test_rdp_function_epsilon(rho: float) -> None:
+    g = sdp.RDP.from_function(lambda a: rho * a if a < math.inf else math.inf)
+    got = g.epsilon(1e-6)
+    not_below(got, gaussian_epsilon(math.sqrt(2 * rho), 1e-6))
+    not_above(got, zcdp_cks20_epsilon(rho, 1e-6), rel=1e-6)
+    assert g.renyi(3.0) == approx(3 * rho, rel=1e-15)
+
+
+# ----------------------------------------------------------------------------------------------
+# group()
+# ----------------------------------------------------------------------------------------------
+
+GROUP_KS = [1, 2, 3, 10]
+
+
+@pytest.mark.parametrize("k", GROUP_KS)
+def test_group_pure_dp(k: int) -> None:
+    h = sdp.PureDP(0.7).group(k)
+    assert isinstance(h, sdp.PureDP)
+    assert h.epsilon_ == approx(0.7 * k, rel=1e-15)
+
+
+@pytest.mark.parametrize("k", GROUP_KS)
+def test_group_approx_dp(k: int) -> None:
+    # Dwork–Roth Thm 2.2: (kε, k e^{(k−1)ε} δ).
+    h = sdp.ApproxDP(0.2, 1e-8).group(k)
+    assert isinstance(h, sdp.ApproxDP)
+    assert h.epsilon_ == approx(0.2 * k, rel=1e-15)
+    assert h.delta_ == approx(k * math.exp((k - 1) * 0.2) * 1e-8, rel=1e-12)
+
+
+def test_group_approx_dp_vacuous() -> None:
+    with pytest.raises(sdp.NotImplied):
+        sdp.ApproxDP(1.0, 0.1).group(5)
+
+
+@pytest.mark.parametrize("k", GROUP_KS)
+def test_group_zcdp(k: int) -> None:
+    assert sdp.ZCDP(0.3).group(k) == sdp.ZCDP(k * k * 0.3)
+    h = sdp.ZCDP(0.0, 0.4).group(k)  # pure 0.4-DP
+    close(h.delta(0.1), rr_delta(0.4 * k, 0.1))
+
+
+@pytest.mark.parametrize("k", GROUP_KS)
+def test_group_bounded_range_and_gdp(k: int) -> None:
+    assert sdp.BoundedRange(0.5).group(k).eta == approx(0.5 * k, rel=1e-15)
+    assert sdp.GDP(0.5).group(k).mu == approx(0.5 * k, rel=1e-15)
+    # the GRR_t family at group distance k: losses add, so the range is kη
+    close(sdp.BoundedRange(0.5).group(k).renyi(2.0), br_renyi(0.5 * k, 2.0))
+
+
+@pytest.mark.parametrize("k", GROUP_KS)
+def test_group_gaussian(k: int) -> None:
+    # inputs k apart shift the mean by kΔ: exactly the Gaussian with μ = kΔ/σ
+    h = sdp.Gaussian(2.0, 0.5).group(k)
+    close(h.epsilon(1e-6), gaussian_epsilon(k * 0.5 / 2.0, 1e-6))
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_group_laplace(k: int) -> None:
+    # inputs k apart shift the centre by kΔ: exactly the Laplace pair at distance kΔ.
+    h = sdp.Laplace(1.0, 0.5).group(k)
+    close(h.delta(0.2), laplace_delta_quad(1.0, 0.2, 0.5 * k))
+
+
+@pytest.mark.parametrize(
+    "g",
+    [sdp.PureDP(1.0), sdp.ZCDP(0.1), sdp.BoundedRange(1.0), sdp.GDP(1.0), sdp.Gaussian(1.0)],
+    ids=repr,
+)
+def test_group_one_is_identity(g: sdp.Guarantee) -> None:
+    assert g.group(1) == g
+
+
+# ----------------------------------------------------------------------------------------------
+# Extreme parameters: finite, not NaN, no warnings (filterwarnings = error), still exact
+# ----------------------------------------------------------------------------------------------
+
+
+def test_extreme_pure_dp_700() -> None:
+    g = sdp.PureDP(700.0)
+    close(g.epsilon(1e-300), invert_profile(lambda e: rr_delta(700.0, e), 1e-300), abs_=1e-9)
+    close(g.renyi(2.0), rr_renyi(700.0, 2.0))
+    close(g.renyi(1.0), rr_renyi(700.0, 1.0))
+    close(g.delta(0.0), rr_delta(700.0, 0.0))
+    close(g.delta(699.0), rr_delta(700.0, 699.0))
+
+
+def test_extreme_laplace_and_rr_700() -> None:
+    m = sdp.Laplace(1.0 / 700.0)
+    e0 = 1.0 / (1.0 / 700.0)
+    close(m.renyi(2.0), laplace_renyi(e0, 2.0))
+    close(m.renyi(1.0), laplace_renyi(e0, 1.0))
+    close(m.epsilon(1e-300), e0)
+    close(m.delta(1.0), 1 - mp.exp((1.0 - e0) / 2))
+    rr = sdp.RandomizedResponse(700.0, 3)
+    close(rr.renyi(2.0), rr_renyi(700.0, 2.0, 3))
+    close(rr.epsilon(1e-300), invert_profile(lambda e: rr_delta(700.0, e, 3), 1e-300), abs_=1e-9)
+
+
+def test_extreme_bounded_range_700() -> None:
+    g = sdp.BoundedRange(700.0)
+    close(g.renyi(2.0), br_renyi(700.0, 2.0))
+    close(g.delta(10.0), br_delta(700.0, 10.0))
+    assert math.isfinite(g.epsilon(1e-300))
+
+
+@pytest.mark.parametrize("sigma", [1e-3, 1e6])
+@pytest.mark.parametrize("delta", [1e-300, 1e-5, 0.5])
+def test_extreme_gaussian_sigma(sigma: float, delta: float) -> None:
+    m = sdp.Gaussian(sigma)
+    close(m.epsilon(delta), gaussian_epsilon(1.0 / sigma, delta), abs_=1e-12)
+
+
+@pytest.mark.parametrize("sigma", [1e-3, 1e6])
+@pytest.mark.parametrize("eps", [0.0, 1e-7, 1.0, 1e3, 5e5])
+def test_extreme_gaussian_profile(sigma: float, eps: float) -> None:
+    close(sdp.Gaussian(sigma).delta(eps), gaussian_delta(1.0 / sigma, eps), abs_=1e-300)
+
+
+@pytest.mark.parametrize("rho", [1e-12, 1e-3, 1e4])
+def test_extreme_zcdp_tiny_delta(rho: float) -> None:
+    got = sdp.ZCDP(rho).epsilon(1e-300)
+    assert math.isfinite(got)
+    not_below(got, gaussian_epsilon(math.sqrt(2 * rho), 1e-300))
+    not_above(got, zcdp_cks20_epsilon(rho, 1e-300))
+
+
+EXTREME_TABLE = [
+    sdp.PureDP(700.0),
+    sdp.PureDP(1e-300),
+    sdp.ApproxDP(700.0, 1e-300),
+    sdp.ZCDP(1e-300),
+    sdp.ZCDP(1e6),
+    sdp.ApproxZCDP(1e3, 1e-300),
+    sdp.BoundedRange(700.0),
+    sdp.BoundedRange(1e-300),
+    sdp.GDP(1e-300),
+    sdp.GDP(1e3),
+    sdp.MCDP(1e3, 1e2),
+    sdp.Laplace(1 / 700.0),
+    sdp.Laplace(1e-300),
+    sdp.Laplace(1e300),
+    sdp.Gaussian(1e-3),
+    sdp.Gaussian(1e6),
+    sdp.RandomizedResponse(700.0, 1000),
+    sdp.RDP([1.5, 1e6, math.inf], [1e-300, 1e3, 1e4]),
+]
+
+
+@pytest.mark.parametrize("g", EXTREME_TABLE, ids=repr)
+def test_extreme_parameters_are_finite_and_not_nan(g: sdp.Guarantee) -> None:
+    for d in [1e-300, 1e-5, 0.5]:
+        e = g.epsilon(d)
+        assert not math.isnan(e)
+        assert e >= 0.0
+    for e in [0.0, 1e-300, 1.0, 700.0, 1e300, math.inf]:
+        d = g.delta(e)
+        assert 0.0 <= d <= 1.0
+    for a in [1.0, 1.0 + 1e-12, 2.0, 1e300, math.inf]:
+        r = g.renyi(a)
+        assert not math.isnan(r)
+        assert r >= 0.0
