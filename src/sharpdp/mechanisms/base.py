@@ -15,6 +15,25 @@ __all__ = ["Mechanism"]
 
 
 class Mechanism(Guarantee):
-    """Base class of mechanisms. Subclasses are frozen dataclasses implementing the guarantee hooks."""
+    """Base class of mechanisms: frozen dataclasses that are guarantees.
+
+    Subclassing contract: either implement the guarantee hooks (``_renyi``, ``_delta``,
+    ``_epsilon``) directly, or return from :meth:`characterisation` a guarantee whose answers are
+    exactly this mechanism's (e.g. ``BoundedRange(ε)`` for the exponential mechanism); the hooks then
+    delegate to it.
+    """
 
     __slots__ = ()
+
+    def characterisation(self) -> Guarantee:
+        """The guarantee that characterises this mechanism (its worst case over neighbours)."""
+        raise NotImplementedError(f"{type(self).__name__} implements the guarantee hooks directly")
+
+    def _renyi(self, alpha: float) -> float:
+        return self.characterisation()._renyi(alpha)
+
+    def _delta(self, epsilon: float) -> float:
+        return self.characterisation()._delta(epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        return self.characterisation()._epsilon(delta)

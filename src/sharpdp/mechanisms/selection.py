@@ -21,7 +21,7 @@ import numpy.typing as npt
 from sharpdp import _divergences, _validate
 from sharpdp.conversions import register
 from sharpdp.errors import InvalidParameter
-from sharpdp.guarantees import ZCDP, BoundedRange
+from sharpdp.guarantees import ZCDP, BoundedRange, PureDP
 from sharpdp.mechanisms.base import Mechanism
 
 __all__ = ["Exponential", "PermuteAndFlip", "ReportNoisyMax", "TopK", "as_scores"]
@@ -75,25 +75,39 @@ def _scaled(c: float, q: FloatArray) -> FloatArray:
         return np.where(np.isneginf(shifted), -np.inf, c * shifted)
 
 
-@dataclass(frozen=True, slots=True)
-class _SelectionParams:
-    epsilon: float
-    sensitivity: float
-    monotonic: bool
-
-
-def _params(epsilon: object, sensitivity: object, monotonic: object) -> _SelectionParams:
+def _check_monotonic(monotonic: object) -> bool:
     if not isinstance(monotonic, bool):
         raise InvalidParameter(f"monotonic must be a bool, got {monotonic!r}")
-    return _SelectionParams(
-        _validate.nonnegative("epsilon", epsilon),
-        _validate.nonnegative("sensitivity", sensitivity),
-        monotonic,
-    )
+    return monotonic
 
 
 @dataclass(frozen=True, slots=True, init=False)
-class Exponential(Mechanism):
+class _ScoreSelection(Mechanism):
+    """Shared parameters of selection by scores: ε, the score sensitivity Δ, monotonicity."""
+
+    epsilon_: float
+    sensitivity: float
+    monotonic: bool
+
+    def __init__(self, epsilon: float, sensitivity: float = 1.0, monotonic: bool = False) -> None:
+        object.__setattr__(self, "epsilon_", _validate.nonnegative("epsilon", epsilon))
+        object.__setattr__(self, "sensitivity", _validate.nonnegative("sensitivity", sensitivity))
+        object.__setattr__(self, "monotonic", _check_monotonic(monotonic))
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(epsilon={self.epsilon_!r}, sensitivity={self.sensitivity!r}, "
+            f"monotonic={self.monotonic!r})"
+        )
+
+    @property
+    def coefficient(self) -> float:
+        """c in P[y] ∝ exp(c·q_y) (or the acceptance probability exp(c(q_y − q*)))."""
+        return _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
+
+
+@dataclass(frozen=True, slots=True, init=False, repr=False)
+class Exponential(_ScoreSelection):
     """The exponential mechanism [McSherry–Talwar 2007]: P[y] ∝ exp(ε·q_y/(2Δ)), or exp(ε·q_y/Δ)
     when the scores are monotonic.
 
@@ -107,27 +121,7 @@ class Exponential(Mechanism):
         monotonic: scores move in one direction between neighbours.
     """
 
-    epsilon_: float
-    sensitivity: float
-    monotonic: bool
     notion: ClassVar[str] = "exponential mechanism"
-
-    def __init__(self, epsilon: float, sensitivity: float = 1.0, monotonic: bool = False) -> None:
-        p = _params(epsilon, sensitivity, monotonic)
-        object.__setattr__(self, "epsilon_", p.epsilon)
-        object.__setattr__(self, "sensitivity", p.sensitivity)
-        object.__setattr__(self, "monotonic", p.monotonic)
-
-    def __repr__(self) -> str:
-        return (
-            f"Exponential(epsilon={self.epsilon_!r}, sensitivity={self.sensitivity!r}, "
-            f"monotonic={self.monotonic!r})"
-        )
-
-    @property
-    def coefficient(self) -> float:
-        """c in P[y] ∝ exp(c·q_y)."""
-        return _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
 
     def probabilities(self, scores: Sequence[float] | FloatArray) -> FloatArray:
         """The exact output law (softmax of c·q, evaluated in float64 with the max subtracted)."""
@@ -147,14 +141,9 @@ class Exponential(Mechanism):
             return math.inf
         return (math.log(n) + math.log(1.0 / b)) / self.coefficient
 
-    def _renyi(self, alpha: float) -> float:
-        return _divergences.br_renyi(self.epsilon_, alpha)
-
-    def _delta(self, epsilon: float) -> float:
-        return _divergences.br_delta(self.epsilon_, epsilon)
-
-    def _epsilon(self, delta: float) -> float:
-        return _divergences.br_epsilon(self.epsilon_, delta)
+    def characterisation(self) -> BoundedRange:
+        """ε-bounded range, exactly (two candidates attain it)."""
+        return BoundedRange(self.epsilon_)
 
 
 @register(
@@ -182,8 +171,8 @@ def exponential_to_zcdp(m: Exponential) -> ZCDP:
     return convert(BoundedRange(m.epsilon_), ZCDP)
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class PermuteAndFlip(Mechanism):
+@dataclass(frozen=True, slots=True, init=False, repr=False)
+class PermuteAndFlip(_ScoreSelection):
     """Permute-and-flip [McKenna–Sheldon 2020]: visit candidates in a uniformly random order and
     accept r with probability exp(c(q_r − q*)), c = ε/(2Δ) (ε/Δ monotonic), q* = max q.
 
@@ -193,27 +182,7 @@ class PermuteAndFlip(Mechanism):
     [Durfee–Rogers 2021 blog]; the valid BR parameter is 2ε (from ε-DP).
     """
 
-    epsilon_: float
-    sensitivity: float
-    monotonic: bool
     notion: ClassVar[str] = "permute-and-flip"
-
-    def __init__(self, epsilon: float, sensitivity: float = 1.0, monotonic: bool = False) -> None:
-        p = _params(epsilon, sensitivity, monotonic)
-        object.__setattr__(self, "epsilon_", p.epsilon)
-        object.__setattr__(self, "sensitivity", p.sensitivity)
-        object.__setattr__(self, "monotonic", p.monotonic)
-
-    def __repr__(self) -> str:
-        return (
-            f"PermuteAndFlip(epsilon={self.epsilon_!r}, sensitivity={self.sensitivity!r}, "
-            f"monotonic={self.monotonic!r})"
-        )
-
-    @property
-    def coefficient(self) -> float:
-        """c in the acceptance probability exp(c(q_r − q*))."""
-        return _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
 
     def probabilities(self, scores: Sequence[float] | FloatArray) -> FloatArray:
         """The exact output law by Gauss–Legendre quadrature of a polynomial (exact up to rounding)."""
@@ -226,14 +195,9 @@ class PermuteAndFlip(Mechanism):
         p = np.exp(_scaled(self.coefficient, q))
         return _permute_and_flip_law(p)
 
-    def _renyi(self, alpha: float) -> float:
-        return _divergences.rr_renyi(self.epsilon_, alpha)
-
-    def _delta(self, epsilon: float) -> float:
-        return _divergences.rr_delta(self.epsilon_, epsilon)
-
-    def _epsilon(self, delta: float) -> float:
-        return _divergences.rr_epsilon(self.epsilon_, delta)
+    def characterisation(self) -> PureDP:
+        """ε-DP (tight: two candidates make it randomized response)."""
+        return PureDP(self.epsilon_)
 
 
 def _permute_and_flip_law(p: FloatArray) -> FloatArray:
@@ -279,15 +243,14 @@ class ReportNoisyMax(Mechanism):
         sensitivity: float = 1.0,
         monotonic: bool = False,
     ) -> None:
-        p = _params(epsilon, sensitivity, monotonic)
         if noise not in ("gumbel", "exponential", "laplace"):
             raise InvalidParameter(
                 f"noise must be 'gumbel', 'exponential' or 'laplace', got {noise!r}"
             )
-        object.__setattr__(self, "epsilon_", p.epsilon)
+        object.__setattr__(self, "epsilon_", _validate.nonnegative("epsilon", epsilon))
         object.__setattr__(self, "noise", noise)
-        object.__setattr__(self, "sensitivity", p.sensitivity)
-        object.__setattr__(self, "monotonic", p.monotonic)
+        object.__setattr__(self, "sensitivity", _validate.nonnegative("sensitivity", sensitivity))
+        object.__setattr__(self, "monotonic", _check_monotonic(monotonic))
 
     def __repr__(self) -> str:
         return (
@@ -314,20 +277,11 @@ class ReportNoisyMax(Mechanism):
             q, 1.0 / _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
         )
 
-    def _renyi(self, alpha: float) -> float:
+    def characterisation(self) -> BoundedRange | PureDP:
+        """ε-BR with Gumbel noise (it is the exponential mechanism), ε-DP otherwise."""
         if self.noise == "gumbel":
-            return _divergences.br_renyi(self.epsilon_, alpha)
-        return _divergences.rr_renyi(self.epsilon_, alpha)
-
-    def _delta(self, epsilon: float) -> float:
-        if self.noise == "gumbel":
-            return _divergences.br_delta(self.epsilon_, epsilon)
-        return _divergences.rr_delta(self.epsilon_, epsilon)
-
-    def _epsilon(self, delta: float) -> float:
-        if self.noise == "gumbel":
-            return _divergences.br_epsilon(self.epsilon_, delta)
-        return _divergences.rr_epsilon(self.epsilon_, delta)
+            return BoundedRange(self.epsilon_)
+        return PureDP(self.epsilon_)
 
 
 def _laplace_noisy_max_law(q: FloatArray, scale: float) -> FloatArray:
@@ -384,11 +338,10 @@ class TopK(Mechanism):
     def __init__(
         self, k: int, epsilon: float, sensitivity: float = 1.0, monotonic: bool = False
     ) -> None:
-        p = _params(epsilon, sensitivity, monotonic)
         object.__setattr__(self, "k", _validate.integer("k", k, minimum=1))
-        object.__setattr__(self, "epsilon_", p.epsilon)
-        object.__setattr__(self, "sensitivity", p.sensitivity)
-        object.__setattr__(self, "monotonic", p.monotonic)
+        object.__setattr__(self, "epsilon_", _validate.nonnegative("epsilon", epsilon))
+        object.__setattr__(self, "sensitivity", _validate.nonnegative("sensitivity", sensitivity))
+        object.__setattr__(self, "monotonic", _check_monotonic(monotonic))
 
     def __repr__(self) -> str:
         return (
