@@ -198,6 +198,7 @@ def convert(
         return cast(T, chosen[0].function(source))
     results: list[Guarantee] = []
     reasons: list[str] = []
+    errors: list[NotImplied] = []
     for route in candidates:
         if not route.default:
             continue
@@ -205,13 +206,20 @@ def convert(
             result = route.function(source)
         except NotImplied as err:
             reasons.append(f"{route.name}: {err}")
+            errors.append(err)
             continue
         if route.tight:
             return cast(T, result)
         results.append(result)
     if not results:
         why = reasons[0] if reasons else "no conversion route is known"
-        raise NotImplied(f"{source!r} implies no {target.__name__} guarantee ({why})")
+        # Implied-but-not-explicit is reported as such only when no route says "impossible".
+        kind = (
+            NoExplicitBound
+            if errors and all(isinstance(e, NoExplicitBound) for e in errors)
+            else NotImplied
+        )
+        raise kind(f"{source!r} implies no {target.__name__} guarantee ({why})")
     return cast(T, min(results, key=_sharpness))
 
 
