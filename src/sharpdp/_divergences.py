@@ -163,18 +163,22 @@ def gaussian_delta(mu: float, epsilon: float) -> float:
 def gaussian_epsilon(mu: float, delta: float) -> float:
     """Smallest ε ≥ 0 with δ_μ(ε) ≤ delta, by certified bisection on the exact profile.
 
-    The returned ε is one at which δ(ε) ≤ delta was checked, so it errs upwards (by ≤ 1e-13
-    relative). Bracket: BS16 Lemma 3.5 with ρ = μ²/2 gives δ(μ²/2 + μ√(2 log 1/δ)) ≤ δ.
+    The returned ε is one at which the reported δ(ε) (rounded up) ≤ delta was checked, so it errs
+    upwards (by ≤ 1e-13 relative). Bracket: BS16 Lemma 3.5 with ρ = μ²/2 gives δ(μ²/2 + μ√(2 log 1/δ)) ≤ δ.
     """
     if mu == 0.0:
         return 0.0
     if delta <= 0.0 or mu == math.inf:
         return math.inf if delta < 1.0 else 0.0
+    hi = 0.5 * mu * mu + mu * math.sqrt(2.0 * -math.log(delta))
     log_target = math.log(delta)
-    hi = 0.5 * mu * mu + mu * math.sqrt(2.0 * -log_target)
-    return _math.smallest_valid(
-        lambda e: gaussian_log_delta(mu, e) <= log_target, 0.0, hi, what="Gaussian epsilon(delta)"
-    )
+
+    def certified(e: float) -> bool:
+        # The reported δ (rounded up) ≤ target, so ε(δ) ≤ e ⇔ delta(e) ≤ δ; for targets near the
+        # float underflow, log δ below the target's log by a relative margin of 1e-9.
+        return gaussian_delta(mu, e) <= delta or gaussian_log_delta(mu, e) <= log_target - 1e-9
+
+    return _math.smallest_valid(certified, 0.0, hi, what="Gaussian epsilon(delta)")
 
 
 # --- bounded range -------------------------------------------------------------------------------

@@ -355,7 +355,7 @@ class MCDP(Guarantee):
     def zcdp(self) -> ZCDP:
         """The zCDP guarantee of BS16 Lemma 4.2."""
         rho = 0.5 * self.tau * self.tau
-        return ZCDP(rho, max(self.mu - rho, -rho))
+        return ZCDP(rho, self.mu - rho)  # ξ = μ − τ²/2 ≥ −ρ since μ ≥ 0
 
     def _renyi(self, alpha: float) -> float:
         return self.zcdp._renyi(alpha)

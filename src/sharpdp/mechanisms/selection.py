@@ -313,8 +313,8 @@ def _laplace_noisy_max_law(q: FloatArray, scale: float) -> FloatArray:
     return out
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class TopK(Mechanism):
+@dataclass(frozen=True, slots=True, init=False, repr=False)
+class TopK(_ScoreSelection):
     """One-shot top-k with Gumbel noise ≡ k rounds of peeling exponential mechanisms
     [Durfee–Rogers 2019; blog-topk Thm 1]: P[(i1..ik)] = Π_j e^{c q_{ij}} / Σ_{l∉{i1..i_{j−1}}} e^{c q_l}.
 
@@ -330,29 +330,16 @@ class TopK(Mechanism):
     """
 
     k: int
-    epsilon_: float
-    sensitivity: float
-    monotonic: bool
     notion: ClassVar[str] = "one-shot top-k"
 
     def __init__(
         self, k: int, epsilon: float, sensitivity: float = 1.0, monotonic: bool = False
     ) -> None:
         object.__setattr__(self, "k", _validate.integer("k", k, minimum=1))
-        object.__setattr__(self, "epsilon_", _validate.nonnegative("epsilon", epsilon))
-        object.__setattr__(self, "sensitivity", _validate.nonnegative("sensitivity", sensitivity))
-        object.__setattr__(self, "monotonic", _check_monotonic(monotonic))
+        _ScoreSelection.__init__(self, epsilon, sensitivity, monotonic)
 
     def __repr__(self) -> str:
-        return (
-            f"TopK(k={self.k!r}, epsilon={self.epsilon_!r}, sensitivity={self.sensitivity!r}, "
-            f"monotonic={self.monotonic!r})"
-        )
-
-    @property
-    def coefficient(self) -> float:
-        """c in each round's P[y] ∝ exp(c·q_y)."""
-        return _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
+        return f"TopK(k={self.k!r}, " + _ScoreSelection.__repr__(self).removeprefix("TopK(")
 
     def probability(self, scores: Sequence[float] | FloatArray, outcome: Sequence[int]) -> float:
         """Exact probability of the ordered outcome (i1, …, ik) (product of peeling softmaxes)."""
