@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from fractions import Fraction
+from typing import ClassVar, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -22,11 +23,14 @@ from sharpdp import _divergences, _validate
 from sharpdp.conversions import register
 from sharpdp.errors import InvalidParameter
 from sharpdp.guarantees import ZCDP, BoundedRange, PureDP
+from sharpdp.mechanisms import _race
+from sharpdp.mechanisms._samplers import RNGLike, as_generator
 from sharpdp.mechanisms.base import Mechanism
 
 __all__ = ["Exponential", "PermuteAndFlip", "ReportNoisyMax", "TopK", "as_scores"]
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 #: Largest candidate set for which permute-and-flip's exact law is computed (O(n²) work).
 PF_EXACT_LIMIT = 20_000
@@ -81,6 +85,52 @@ def _check_monotonic(monotonic: object) -> bool:
     return monotonic
 
 
+def _size(size: object) -> int | None:
+    if size is None:
+        return None
+    return _validate.integer("size", size, minimum=0)
+
+
+def _sample(
+    scores: object,
+    epsilon: float,
+    sensitivity: float,
+    monotonic: bool,
+    noise: _race.Noise,
+    k: int,
+    rng: RNGLike,
+    size: object,
+) -> IntArray:
+    """Exact draws of the ordered top-k of c·q + noise (see :mod:`sharpdp.mechanisms._race`).
+
+    Returns an array of shape (k,) for ``size=None``, else (size, k).
+    """
+    q = as_scores(scores)
+    m = _size(size)
+    live = int(np.count_nonzero(~np.isneginf(q)))
+    if k > live:
+        raise InvalidParameter(f"k={k} exceeds the {live} candidates with a finite score")
+    gen = as_generator(rng)
+    if sensitivity == 0.0 and epsilon > 0.0:
+        return _sort_select(q, k, gen, m)  # c = ∞: the top scores, ties broken uniformly
+    c = Fraction(epsilon) / (Fraction(sensitivity) * (1 if monotonic else 2))
+    if sensitivity == 0.0:
+        c = Fraction(0)
+    return _race.race(_race.offsets(q, c), k, noise, gen, m)
+
+
+def _sort_select(q: FloatArray, k: int, rng: np.random.Generator, size: int | None) -> IntArray:
+    """The k highest scores in order, ties broken by a uniformly random permutation (exact)."""
+
+    def once() -> IntArray:
+        tiebreak = rng.permutation(q.size)
+        return np.lexsort((tiebreak, -q))[:k].astype(np.int64)
+
+    if size is None:
+        return once()
+    return np.array([once() for _ in range(size)], dtype=np.int64).reshape(size, k)
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class _ScoreSelection(Mechanism):
     """Shared parameters of selection by scores: ε, the score sensitivity Δ, monotonicity."""
@@ -126,6 +176,34 @@ class Exponential(_ScoreSelection):
     def probabilities(self, scores: Sequence[float] | FloatArray) -> FloatArray:
         """The exact output law (softmax of c·q, evaluated in float64 with the max subtracted)."""
         return _softmax(_scaled(self.coefficient, as_scores(scores)))
+
+    @overload
+    def select(self, scores: Sequence[float] | FloatArray, rng: RNGLike = None) -> int: ...
+    @overload
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int
+    ) -> IntArray: ...
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int | None = None
+    ) -> int | IntArray:
+        """Sample the exponential mechanism exactly: the argmax of c·q_r + Gumbel noise.
+
+        The Gumbel-max identity makes this the law ``probabilities(scores)``; the argmax is decided
+        on exact uniforms with certified interval arithmetic (:mod:`sharpdp.mechanisms._race`), so
+        no floating-point rounding enters the released index.
+
+        Args:
+            scores: 1-D scores (ints or floats; ``-inf`` excludes a candidate).
+            rng: a seed or a ``numpy.random.Generator``.
+            size: number of independent draws (``None``: one draw, returned as an int).
+
+        Returns:
+            The selected index, or an int64 array of ``size`` indices.
+        """
+        out = _sample(
+            scores, self.epsilon_, self.sensitivity, self.monotonic, "gumbel", 1, rng, size
+        )
+        return int(out[0]) if size is None else out[:, 0]
 
     def utility_bound(self, n_candidates: int, beta: float) -> float:
         """The loss ℓ with P[q(output) ≤ OPT − ℓ] ≤ β [seed 004 Thm 5; Dwork–Roth Thm 3.11].
@@ -194,6 +272,27 @@ class PermuteAndFlip(_ScoreSelection):
             )
         p = np.exp(_scaled(self.coefficient, q))
         return _permute_and_flip_law(p)
+
+    @overload
+    def select(self, scores: Sequence[float] | FloatArray, rng: RNGLike = None) -> int: ...
+    @overload
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int
+    ) -> IntArray: ...
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int | None = None
+    ) -> int | IntArray:
+        """Sample permute-and-flip exactly, as report-noisy-max with Exp(1) noise on c·q.
+
+        Permute-and-flip has the same law as argmax_r c·q_r + E_r with E_r i.i.d. standard
+        exponential [Ding, Kifer, Saghaian, Steinke, Wang, Xiao, Zhang 2021]; the argmax is decided on
+        exact uniforms (:mod:`sharpdp.mechanisms._race`). Arguments as for
+        :meth:`Exponential.select`.
+        """
+        out = _sample(
+            scores, self.epsilon_, self.sensitivity, self.monotonic, "exponential", 1, rng, size
+        )
+        return int(out[0]) if size is None else out[:, 0]
 
     def characterisation(self) -> PureDP:
         """ε-DP (tight: two candidates make it randomized response)."""
@@ -276,6 +375,24 @@ class ReportNoisyMax(Mechanism):
         return _laplace_noisy_max_law(
             q, 1.0 / _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
         )
+
+    @overload
+    def select(self, scores: Sequence[float] | FloatArray, rng: RNGLike = None) -> int: ...
+    @overload
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int
+    ) -> IntArray: ...
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int | None = None
+    ) -> int | IntArray:
+        """argmax_r q_r + noise_r, decided exactly on exact uniforms (:mod:`._race`).
+
+        Arguments as for :meth:`Exponential.select`.
+        """
+        out = _sample(
+            scores, self.epsilon_, self.sensitivity, self.monotonic, self.noise, 1, rng, size
+        )
+        return int(out[0]) if size is None else out[:, 0]
 
     def characterisation(self) -> BoundedRange | PureDP:
         """ε-BR with Gumbel noise (it is the exponential mechanism), ε-DP otherwise."""
@@ -362,6 +479,30 @@ class TopK(_ScoreSelection):
             log_p += float(logits[i]) - (top + math.log(float(np.exp(live - top).sum())))
             remaining[i] = False
         return math.exp(log_p)
+
+    @overload
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None
+    ) -> tuple[int, ...]: ...
+    @overload
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int
+    ) -> IntArray: ...
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int | None = None
+    ) -> tuple[int, ...] | IntArray:
+        """The k largest of c·q_r + Gumbel noise, in order: exactly peeling EM's law.
+
+        One-shot Gumbel top-k has the law of :meth:`probability` [Durfee–Rogers 2019]; the order
+        is decided on exact uniforms (:mod:`sharpdp.mechanisms._race`).
+
+        Returns:
+            A tuple of k indices (best first), or an int64 array of shape (size, k).
+        """
+        out = _sample(
+            scores, self.epsilon_, self.sensitivity, self.monotonic, "gumbel", self.k, rng, size
+        )
+        return tuple(int(i) for i in out) if size is None else out
 
     def _renyi(self, alpha: float) -> float:
         return self.k * _divergences.br_renyi(self.epsilon_, alpha)

@@ -1,0 +1,253 @@
+"""Exact sampling of the selection mechanisms: empirical laws against independent exact laws.
+
+Each goodness-of-fit test uses a fixed seed and is calibrated so that a *correct* sampler fails it
+with probability at most 1e-6: Pearson's chi-square statistic against ``chi2.isf(1e-6, dof)``, with
+outcomes of expected count < 20 merged into one bin. The laws are computed here, independently of
+sharpdp: softmax in mpmath, permutation enumeration for permute-and-flip, peeling products for
+top-k, and quadrature for report-noisy-max with Laplace noise.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import sharpdp as sdp
+from sharpdp.mechanisms import _race
+
+FALSE_FAILURE = 1e-6
+
+
+def assert_law(samples: Sequence[object], law: dict[object, float]) -> None:
+    """Chi-square goodness of fit of hashable ``samples`` to ``law`` (false failure ≤ 1e-6)."""
+    n = len(samples)
+    counts = Counter(samples)
+    assert set(counts) <= {o for o, p in law.items() if p > 0}, "an impossible outcome was drawn"
+    observed, expected = [], []
+    rest_o, rest_e = 0, 0.0
+    for outcome, p in law.items():
+        if p * n >= 20:
+            observed.append(counts.get(outcome, 0))
+            expected.append(p * n)
+        else:
+            rest_o += counts.get(outcome, 0)
+            rest_e += p * n
+    if rest_e > 0:
+        observed.append(rest_o)
+        expected.append(rest_e)
+    o, e = np.array(observed, dtype=float), np.array(expected)
+    stat = float(((o - e) ** 2 / e).sum())
+    dof = len(e) - 1
+    assert dof >= 1
+    critical = stats.chi2.isf(FALSE_FAILURE, dof)
+    assert stat < critical, f"chi2 = {stat:.1f} >= {critical:.1f} (dof {dof})"
+
+
+def softmax_law(logits: Sequence[float]) -> dict[object, float]:
+    with mpmath.workdps(40):
+        w = [mpmath.e ** mpmath.mpf(x) if x > -math.inf else mpmath.mpf(0) for x in logits]
+        total = mpmath.fsum(w)
+        return {i: float(x / total) for i, x in enumerate(w)}
+
+
+def permute_and_flip_law(q: Sequence[float], c: float) -> dict[object, float]:
+    top = max(q)
+    p = [math.exp(c * (x - top)) if x > -math.inf else 0.0 for x in q]
+    law = dict.fromkeys(range(len(q)), 0.0)
+    for order in itertools.permutations(range(len(q))):
+        survive = 1.0
+        for r in order:
+            law[r] += survive * p[r]
+            survive *= 1.0 - p[r]
+    return {r: v / math.factorial(len(q)) for r, v in law.items()}
+
+
+def laplace_noisy_max_law(q: Sequence[float], scale: float) -> dict[object, float]:
+    """P[r wins] = ∫ f(x − q_r) Π_{s≠r} F(x − q_s) dx for Laplace(scale) noise, by quadrature."""
+
+    def cdf(z: float) -> float:
+        return 0.5 * math.exp(z / scale) if z < 0 else 1.0 - 0.5 * math.exp(-z / scale)
+
+    law: dict[object, float] = {}
+    for r, qr in enumerate(q):
+
+        def integrand(x: float, qr: float = qr, r: int = r) -> float:
+            dens = math.exp(-abs(x - qr) / scale) / (2 * scale)
+            return dens * math.prod(cdf(x - qs) for s, qs in enumerate(q) if s != r)
+
+        law[r] = integrate.quad(integrand, min(q) - 60 * scale, max(q) + 60 * scale,
+                                points=sorted(q), limit=400, epsabs=1e-14)[0]
+    return law
+
+
+def peeling_law(q: Sequence[float], c: float, k: int) -> dict[object, float]:
+    law: dict[object, float] = {}
+    for outcome in itertools.permutations(range(len(q)), k):
+        p, left = 1.0, set(range(len(q)))
+        for i in outcome:
+            p *= math.exp(c * q[i]) / sum(math.exp(c * q[j]) for j in left)
+            left.remove(i)
+        law[outcome] = p
+    return law
+
+
+SCORES = [0.0, 1.0, 2.0, 2.0, -1.5]
+
+
+@pytest.mark.parametrize("monotonic", [False, True])
+def test_exponential_select_has_the_softmax_law(monotonic: bool) -> None:
+    em = sdp.Exponential(1.2, sensitivity=0.8, monotonic=monotonic)
+    c = 1.2 / (0.8 if monotonic else 1.6)
+    draws = em.select(SCORES, rng=1, size=200_000)
+    assert draws.shape == (200_000,)
+    assert_law(list(draws), softmax_law([c * x for x in SCORES]))
+
+
+def test_permute_and_flip_select_matches_enumeration() -> None:
+    pf = sdp.PermuteAndFlip(1.5)
+    assert_law(list(pf.select(SCORES, rng=2, size=200_000)), permute_and_flip_law(SCORES, 0.75))
+
+
+def test_report_noisy_max_exponential_is_permute_and_flip() -> None:
+    rnm = sdp.ReportNoisyMax(1.5, noise="exponential")
+    assert_law(list(rnm.select(SCORES, rng=3, size=200_000)), permute_and_flip_law(SCORES, 0.75))
+
+
+def test_report_noisy_max_gumbel_is_the_exponential_mechanism() -> None:
+    rnm = sdp.ReportNoisyMax(0.9, noise="gumbel", monotonic=True)
+    assert_law(list(rnm.select(SCORES, rng=4, size=200_000)), softmax_law([0.9 * x for x in SCORES]))
+
+
+def test_report_noisy_max_laplace_matches_quadrature() -> None:
+    rnm = sdp.ReportNoisyMax(1.0, noise="laplace")
+    law = laplace_noisy_max_law(SCORES, scale=2.0)
+    assert sum(law.values()) == pytest.approx(1.0, abs=1e-9)
+    assert_law(list(rnm.select(SCORES, rng=5, size=200_000)), law)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_top_k_select_has_the_peeling_law(k: int) -> None:
+    top = sdp.TopK(k, 1.0)
+    draws = top.select(SCORES, rng=10 + k, size=150_000)
+    assert draws.shape == (150_000, k)
+    assert_law([tuple(int(i) for i in row) for row in draws], peeling_law(SCORES, 0.5, k))
+
+
+def test_single_draws_have_the_law_too() -> None:
+    """The streaming path (one draw per call) on a 5-candidate set."""
+    em, rng = sdp.Exponential(1.0), np.random.default_rng(21)
+    draws = [em.select(SCORES, rng=rng) for _ in range(20_000)]
+    assert all(isinstance(d, int) for d in draws)
+    assert_law(draws, softmax_law([0.5 * x for x in SCORES]))
+    top, rng = sdp.TopK(2, 1.0), np.random.default_rng(22)
+    pairs = [top.select(SCORES, rng=rng) for _ in range(20_000)]
+    assert all(isinstance(p, tuple) and len(p) == 2 for p in pairs)
+    assert_law(pairs, peeling_law(SCORES, 0.5, 2))
+
+
+@pytest.mark.parametrize("noise", ["gumbel", "exponential", "laplace"])
+def test_decimal_resolution_path_keeps_the_law(
+    noise: _race.Noise, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With absurdly wide float intervals every draw goes through the exact decimal refinement."""
+    monkeypatch.setattr(_race, "_TAU", 0.25)
+    rnm = sdp.ReportNoisyMax(1.0, noise=noise)
+    q = [0.0, 0.5, 1.0]
+    law = {
+        "gumbel": softmax_law([0.5 * x for x in q]),
+        "exponential": permute_and_flip_law(q, 0.5),
+        "laplace": laplace_noisy_max_law(q, 2.0),
+    }[noise]
+    assert_law(list(rnm.select(q, rng=30, size=3_000)), law)
+
+
+def test_decimal_resolution_of_top_k(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_race, "_TAU", 0.25)
+    q = [0.0, 0.5, 1.0, 1.0]
+    draws = sdp.TopK(2, 1.0).select(q, rng=31, size=3_000)
+    assert_law([tuple(int(i) for i in row) for row in draws], peeling_law(q, 0.5, 2))
+
+
+def test_streaming_over_blocks_finds_the_law_across_block_boundaries() -> None:
+    """n > one block: four live candidates straddle the block boundary, the rest are excluded."""
+    n = _race._BLOCK + 3
+    q = np.full(n, -np.inf)
+    live = [0, _race._BLOCK - 1, _race._BLOCK, n - 1]
+    q[live] = [0.0, 1.0, 2.0, 0.5]
+    em, rng = sdp.Exponential(2.0), np.random.default_rng(40)
+    draws = [em.select(q, rng=rng) for _ in range(400)]
+    law = softmax_law([1.0 * x for x in q[live]])
+    assert_law(draws, {live[i]: p for i, p in law.items()})
+
+
+def test_many_candidates_with_a_planted_winner() -> None:
+    q = np.zeros(3 * _race._BLOCK + 17)
+    q[2 * _race._BLOCK + 5] = 200.0  # c·gap = 100: every other candidate has weight < e^-85
+    assert sdp.Exponential(1.0).select(q, rng=7) == 2 * _race._BLOCK + 5
+    top = sdp.TopK(1, 1.0).select(q, rng=8, size=2)
+    assert top.tolist() == [[2 * _race._BLOCK + 5]] * 2
+
+
+def test_ties_and_excluded_candidates() -> None:
+    q = [1.0, -math.inf, 1.0, -math.inf]
+    draws = sdp.Exponential(1.0).select(q, rng=50, size=40_000)
+    assert set(draws.tolist()) == {0, 2}
+    assert_law(list(draws), {0: 0.5, 2: 0.5})
+
+
+def test_zero_sensitivity_is_a_uniform_choice_among_the_maxima() -> None:
+    q = [3.0, 1.0, 3.0, 2.0]
+    draws = sdp.Exponential(1.0, sensitivity=0.0).select(q, rng=51, size=40_000)
+    assert_law(list(draws), {0: 0.5, 2: 0.5})
+    top = sdp.TopK(3, 1.0, sensitivity=0.0).select(q, rng=52, size=40_000)
+    assert_law([tuple(r) for r in top.tolist()], {(0, 2, 3): 0.5, (2, 0, 3): 0.5})
+
+
+def test_zero_epsilon_is_a_uniform_choice_among_live_candidates() -> None:
+    q = [5.0, -math.inf, -3.0, 0.0]
+    draws = sdp.PermuteAndFlip(0.0).select(q, rng=53, size=60_000)
+    assert_law(list(draws), {0: 1 / 3, 2: 1 / 3, 3: 1 / 3})
+
+
+def test_integer_scores_and_seeds_are_reproducible() -> None:
+    q = np.array([3, 1, 4, 1, 5], dtype=np.int64)
+    a = sdp.TopK(3, 1.0).select(q, rng=123)
+    assert a == sdp.TopK(3, 1.0).select(q, rng=123)
+    assert len(set(a)) == 3
+
+
+def test_overflowing_offsets_stay_live() -> None:
+    """c·(q − max q) overflows float64, yet the candidate is live and its exact weight tiny."""
+    q = [1e308, -1e308]
+    em = sdp.Exponential(1.0, sensitivity=1e-300)
+    assert em.select(q, rng=60) == 0
+    top = sdp.TopK(2, 1.0, sensitivity=1e-300).select(q, rng=61)
+    assert top == (0, 1)
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [[], [math.nan, 1.0], [math.inf, 0.0], [-math.inf, -math.inf], [[1.0, 2.0]], ["a"]],
+)
+def test_bad_scores_raise(scores: object) -> None:
+    for mech in (sdp.Exponential(1.0), sdp.PermuteAndFlip(1.0), sdp.ReportNoisyMax(1.0)):
+        with pytest.raises(sdp.InvalidParameter):
+            mech.select(scores)  # type: ignore[arg-type]
+    with pytest.raises(sdp.InvalidParameter):
+        sdp.TopK(1, 1.0).select(scores)  # type: ignore[arg-type]
+
+
+def test_bad_k_size_and_rng_raise() -> None:
+    with pytest.raises(sdp.InvalidParameter, match="k=3"):
+        sdp.TopK(3, 1.0).select([1.0, 2.0, -math.inf])
+    with pytest.raises(sdp.InvalidParameter, match="size"):
+        sdp.Exponential(1.0).select([1.0, 2.0], size=-1)
+    with pytest.raises(sdp.InvalidParameter, match="rng"):
+        sdp.Exponential(1.0).select([1.0, 2.0], rng="seed")  # type: ignore[call-overload]
