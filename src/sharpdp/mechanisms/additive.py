@@ -3,17 +3,24 @@
 Neighbouring relation: inputs whose query values differ by at most ``sensitivity`` (L1 for Laplace,
 L2 for Gaussian). The characterisations are those of a scalar query; for the Gaussian they hold for
 vector queries with L2 sensitivity too (rotation invariance reduces to one dimension).
+
+Laplace releases on a power-of-two grid (:mod:`sharpdp.mechanisms._grid`): the query is rounded to
+the grid, whose step ``granularity`` is part of the description, and the accounting uses the rounded
+query's sensitivity Δ_eff = γ⌈Δ/γ⌉ (equal to Δ whenever γ divides Δ, e.g. Δ = 1).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from fractions import Fraction
+from typing import Any, ClassVar
 
 from sharpdp import _divergences, _math, _validate
 from sharpdp.conversions import register
 from sharpdp.guarantees import GDP, ZCDP
+from sharpdp.mechanisms import _grid, _samplers
+from sharpdp.mechanisms._samplers import RNGLike
 from sharpdp.mechanisms.base import Mechanism
 
 __all__ = ["Gaussian", "Laplace", "gaussian_to_gdp", "gaussian_to_zcdp", "laplace_to_zcdp"]
@@ -23,29 +30,63 @@ __all__ = ["Gaussian", "Laplace", "gaussian_to_gdp", "gaussian_to_zcdp", "laplac
 class Laplace(Mechanism):
     """The Laplace mechanism: releases f(x) + Lap(scale), density ∝ exp(−|y − f(x)|/scale).
 
-    With ε0 = sensitivity/scale it is ε0-DP; its exact profile is δ(ε) = 1 − e^{(ε−ε0)/2} on
+    With ε0 = Δ_eff/scale it is ε0-DP; its exact profile is δ(ε) = 1 − e^{(ε−ε0)/2} on
     [0, ε0] (FORMULAS §6), its RDP curve Mironov 2017 Prop 6, and its tight zCDP parameter
-    ε0 + e^{−ε0} − 1 [Harrison–Manurangsi 2025, arXiv 2510.25746].
+    ε0 + e^{−ε0} − 1 [Harrison–Manurangsi 2025, arXiv 2510.25746]. Δ_eff = γ⌈Δ/γ⌉ is the
+    sensitivity of the query rounded to the release grid γℤ (Δ_eff = Δ when γ divides Δ).
+
+    :meth:`release` outputs γ·(round(x/γ) + K) with K = round(L/γ) drawn exactly: a deterministic
+    function of x_γ + L, the continuous Laplace mechanism on the rounded query. So every number
+    above holds for what is actually released, by post-processing.
 
     Args:
         scale: the noise scale b > 0.
         sensitivity: the L1 sensitivity Δ ≥ 0 of the query.
+        granularity: the grid step γ, a power of two; default ≈ 2⁻³⁰·min(b, Δ).
     """
 
     scale: float
     sensitivity: float = 1.0
+    granularity: float | None = None
     notion: ClassVar[str] = "Laplace mechanism"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", _validate.positive("scale", self.scale))
-        object.__setattr__(
-            self, "sensitivity", _validate.nonnegative("sensitivity", self.sensitivity)
-        )
+        scale = _validate.positive("scale", self.scale)
+        sensitivity = _validate.nonnegative("sensitivity", self.sensitivity)
+        object.__setattr__(self, "scale", scale)
+        object.__setattr__(self, "sensitivity", sensitivity)
+        object.__setattr__(self, "granularity", _resolve_granularity(self.granularity, scale, sensitivity))
+
+    @property
+    def effective_sensitivity(self) -> float:
+        """Δ_eff = γ⌈Δ/γ⌉, the sensitivity of the query rounded to the release grid."""
+        return _grid.effective_sensitivity(self.sensitivity, self._step)
+
+    @property
+    def _step(self) -> float:
+        assert self.granularity is not None  # resolved in __post_init__
+        return self.granularity
 
     @property
     def epsilon0(self) -> float:
-        """ε0 = Δ/b, the mechanism's pure-DP parameter (tight)."""
-        return self.sensitivity / self.scale
+        """ε0 = Δ_eff/b, the mechanism's pure-DP parameter (tight)."""
+        return self.effective_sensitivity / self.scale
+
+    def release(self, value: Any, rng: RNGLike = None) -> Any:
+        """Release value + Laplace(scale) noise on the grid, exactly (see the class docstring).
+
+        Args:
+            value: a number or an array of numbers. Each entry of an array is released
+                independently by this mechanism (each is one use of it).
+            rng: a seed or a ``numpy.random.Generator``.
+
+        Returns:
+            A float for a scalar input, else a float64 array of the same shape.
+        """
+        units, scalar = _grid.to_grid(value, self._step)
+        t = Fraction(self.scale) / Fraction(self._step)  # exact: the step is a power of two
+        noise = _grid.rounded_laplace(t, units.size, _samplers.as_generator(rng))
+        return _grid.from_grid(units + noise.reshape(units.shape), self._step, scalar)
 
     def _renyi(self, alpha: float) -> float:
         return _divergences.laplace_renyi(self.epsilon0, alpha)
@@ -57,8 +98,8 @@ class Laplace(Mechanism):
         return _divergences.laplace_epsilon(self.epsilon0, delta)
 
     def _group(self, k: int) -> Laplace:
-        # k records move the query by at most kΔ: the same mechanism with sensitivity kΔ.
-        return Laplace(self.scale, k * self.sensitivity)
+        # k records move the rounded query by at most k·Δ_eff (a multiple of γ: no new rounding).
+        return Laplace(self.scale, k * self.effective_sensitivity, self.granularity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +148,13 @@ class Gaussian(Mechanism):
     def _group(self, k: int) -> Gaussian:
         # k records move the query by at most kΔ in L2: the same mechanism with sensitivity kΔ.
         return Gaussian(self.sigma, k * self.sensitivity)
+
+
+
+def _resolve_granularity(granularity: object, noise_scale: float, sensitivity: float) -> float:
+    if granularity is None:
+        return _grid.auto_granularity(noise_scale, sensitivity)
+    return _grid.check_granularity("granularity", granularity, noise_scale)
 
 
 @register(

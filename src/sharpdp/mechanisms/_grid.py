@@ -1,0 +1,117 @@
+"""Releasing real values on a power-of-two grid with exact integer noise (design principle 5).
+
+A continuous mechanism cannot be run on a computer as written (Mironov 2012: floating-point noise
+leaks the input through its low bits). The Laplace and Gaussian mechanisms therefore release on a
+grid γℤ with γ a power of two:
+
+1. the query value is rounded to the nearest multiple of γ (exact: dividing by a power of two only
+   shifts the exponent, and ``rint`` is exact). Rounding changes the sensitivity: if |x − x′| ≤ Δ
+   then |round(x/γ) − round(x′/γ)| < Δ/γ + 1, an integer, hence ≤ ⌈Δ/γ⌉. So the rounded query has
+   sensitivity Δ_eff = γ⌈Δ/γ⌉ (= Δ when γ divides Δ, e.g. Δ = 1), and the privacy accounting
+   uses Δ_eff;
+2. integer noise is added in grid units, drawn by the exact samplers of
+   :mod:`sharpdp.mechanisms._samplers`, and the result is multiplied back by γ.
+
+The automatic γ is 2⁻³⁰ times the noise scale or the sensitivity, whichever is smaller (rounded down
+to a power of two), so Δ_eff/Δ − 1 ≤ 2⁻³⁰ and the noise is resolved to 30 bits.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sharpdp import _validate
+from sharpdp.errors import InvalidParameter
+from sharpdp.mechanisms import _samplers
+
+__all__ = [
+    "auto_granularity",
+    "check_granularity",
+    "effective_sensitivity",
+    "from_grid",
+    "rounded_laplace",
+    "to_grid",
+]
+
+_RESOLUTION_BITS = 30
+_MAX_SCALE_BITS = 50  # noise scale in grid units stays below 2**51 (the samplers allow 2**52)
+_MAX_UNITS = 2.0**62  # |value/γ| must fit in int64 with room for the noise
+
+
+def auto_granularity(noise_scale: float, sensitivity: float) -> float:
+    """The default grid step: a power of two ≈ 2⁻³⁰·min(noise scale, Δ) (Δ = 0 ignored)."""
+    base = min(noise_scale, sensitivity) if sensitivity > 0 else noise_scale
+    exponent = math.floor(math.log2(base)) - _RESOLUTION_BITS
+    exponent = max(exponent, math.ceil(math.log2(noise_scale)) - _MAX_SCALE_BITS)
+    return math.ldexp(1.0, exponent)
+
+
+def check_granularity(name: str, value: object, noise_scale: float) -> float:
+    """Validate a user-given grid step: a positive power of two, fine enough for the noise."""
+    g = _validate.positive(name, value)
+    mantissa, _ = math.frexp(g)
+    if mantissa != 0.5:
+        raise InvalidParameter(f"{name} must be a power of two (e.g. 2**-20), got {g!r}")
+    if noise_scale / g > 2.0**_MAX_SCALE_BITS:
+        raise InvalidParameter(
+            f"{name}={g!r} is too fine for a noise scale of {noise_scale!r} "
+            f"(at most 2**{_MAX_SCALE_BITS} grid steps per unit of scale)"
+        )
+    return g
+
+
+def effective_sensitivity(sensitivity: float, granularity: float) -> float:
+    """Δ_eff = γ⌈Δ/γ⌉, the sensitivity of the query rounded to the grid γℤ (rounded up to a float)."""
+    exact = math.ceil(Fraction(sensitivity) / Fraction(granularity)) * Fraction(granularity)
+    value = float(exact)
+    return math.nextafter(value, math.inf) if Fraction(value) < exact else value
+
+
+def to_grid(value: object, granularity: float) -> tuple[npt.NDArray[np.int64], bool]:
+    """round(value/γ) as int64, and whether the input was a scalar.
+
+    Raises:
+        InvalidParameter: for non-numeric, NaN or infinite values, or values too large for the grid.
+    """
+    try:
+        x = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidParameter(f"value must be a number or an array of numbers, got {value!r}") from None
+    if np.asarray(value).dtype == np.bool_:
+        raise InvalidParameter(f"value must be numeric, got booleans {value!r}")
+    if not np.all(np.isfinite(x)):
+        raise InvalidParameter(f"value must be finite, got {value!r}")
+    units = np.rint(x / granularity)  # exact: division by a power of two, then exact rounding
+    if units.size and float(np.max(np.abs(units))) >= _MAX_UNITS:
+        raise InvalidParameter(
+            f"value {value!r} is too large for the grid step {granularity!r} (|value/step| must be "
+            "below 2**62); pass a coarser granularity"
+        )
+    return units.astype(np.int64), x.ndim == 0
+
+
+def from_grid(units: npt.NDArray[np.int64], granularity: float, scalar: bool) -> Any:
+    """units·γ as float64 (exactly when |units| < 2⁵³; otherwise rounded: post-processing)."""
+    out = units.astype(np.float64) * granularity
+    return float(out) if scalar else out
+
+
+def rounded_laplace(t: Fraction, size: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    """round(L) for L ~ Laplace(t) (density e^{−|y|/t}/(2t)), exactly, as int64.
+
+    The law of K = round(L) is P[K = 0] = 1 − e^{−1/(2t)} and, for m ≥ 1,
+    P[K = ±m] = sinh(1/(2t))·e^{−m/t} = ½·e^{−1/(2t)}·(1 − e^{−1/t})·e^{−(m−1)/t}. So K = 0 unless
+    an exact Bernoulli(e^{−1/(2t)}) succeeds, in which case K = ±(1 + G) with a fair sign and G
+    one-sided geometric with ratio e^{−1/t} (:func:`~sharpdp.mechanisms._samplers.geometric`).
+    Since K is a function of the continuous Laplace noise, releasing γ(round(x/γ) + K) is
+    post-processing of the continuous Laplace mechanism applied to the rounded query.
+    """
+    nonzero = _samplers.bernoulli_exp(1 / (2 * t), size=size, rng=rng).astype(bool)
+    sign = 2 * _samplers.uniform_int(2, size=size, rng=rng) - 1
+    magnitude = 1 + _samplers.geometric(t, size=size, rng=rng)
+    return np.where(nonzero, sign * magnitude, 0).astype(np.int64)
