@@ -37,6 +37,8 @@ from sharpdp.guarantees import (
     PureDP,
 )
 from sharpdp.mechanisms import (
+    DiscreteGaussian,
+    DiscreteLaplace,
     Exponential,
     Gaussian,
     Laplace,
@@ -45,6 +47,7 @@ from sharpdp.mechanisms import (
     RandomizedResponse,
     ReportNoisyMax,
     TopK,
+    calibrate,
 )
 
 __version__ = "0.1.0"
@@ -58,6 +61,8 @@ __all__ = [
     "ApproxZCDP",
     "BoundedRange",
     "BudgetExceeded",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
     "Exponential",
     "Gaussian",
     "Guarantee",
@@ -75,6 +80,7 @@ __all__ = [
     "SharpDPError",
     "TopK",
     "__version__",
+    "calibrate",
     "convert",
 ]
 

@@ -184,21 +184,24 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
 # --- bounded range -------------------------------------------------------------------------------
 
 
-def _grr_pair(eta: float, t: float) -> tuple[list[float], list[float]]:
-    """P's weights and losses for the two-point pair GRR_t of η-BR (losses t and t − η).
+def _grr_pair(eta: float, s: float) -> tuple[list[float], list[float]]:
+    """P's weights and losses for the two-point pair GRR_t of η-BR, t = η − s (losses t and −s).
 
-    Q(A) = (e^{−t} − e^{−η})/(1 − e^{−η}), P(A) = e^t Q(A) = (1 − e^{t−η})/(1 − e^{−η}).
+    Q(A) = (e^{−t} − e^{−η})/(1 − e^{−η}), P(A) = e^t Q(A) = (1 − e^{−s})/(1 − e^{−η}),
+    P(B) = e^{−s}(1 − e^{−t})/(1 − e^{−η}). Parametrised by the distance s from the top so that
+    maximisers within an ulp of η (large η) stay resolved.
     """
+    t = eta - s
     denom = -math.expm1(-eta)
-    p_a = -math.expm1(t - eta) / denom
-    p_b = math.exp(-eta) * math.expm1(t) / denom
+    p_a = -math.expm1(-s) / denom
+    p_b = (math.exp(-s) * -math.expm1(-t) if t > 0.0 else 0.0) / denom
     weights, losses = [], []
     if p_a > 0.0:
         weights.append(p_a)
         losses.append(t)
     if p_b > 0.0:
         weights.append(p_b)
-        losses.append(t - eta)
+        losses.append(-s)
     return weights, losses
 
 
@@ -222,19 +225,19 @@ def br_renyi(eta: float, alpha: float) -> float:
         return math.inf
     if alpha == math.inf:
         return eta
+    # s* = η − t*, computed directly (t* can lie within an ulp of η when η is large).
     if alpha == 1.0:
-        t = math.log(math.expm1(eta) / eta)
+        s = math.log(eta) - _math.log1mexp(eta)  # t* = log((e^η − 1)/η)
     else:
         # log u* = log(α−1) + log(1 − c^α) − log α − log(c − c^α),  c − c^α = c(1 − c^{α−1}).
-        t = (
-            math.log(alpha - 1.0)
-            + _math.log1mexp(alpha * eta)
-            - math.log(alpha)
-            + eta
-            - _math.log1mexp((alpha - 1.0) * eta)
+        s = (
+            math.log(alpha)
+            - math.log(alpha - 1.0)
+            - _math.log1mexp(alpha * eta)
+            + _math.log1mexp((alpha - 1.0) * eta)
         )
-    t = min(max(t, 0.0), eta)
-    weights, losses = _grr_pair(eta, t)
+    s = min(max(s, 0.0), eta)
+    weights, losses = _grr_pair(eta, s)
     return _math.renyi_of_finite_pair(weights, losses, alpha)
 
 

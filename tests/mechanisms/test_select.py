@@ -82,8 +82,14 @@ def laplace_noisy_max_law(q: Sequence[float], scale: float) -> dict[object, floa
             dens = math.exp(-abs(x - qr) / scale) / (2 * scale)
             return dens * math.prod(cdf(x - qs) for s, qs in enumerate(q) if s != r)
 
-        law[r] = integrate.quad(integrand, min(q) - 60 * scale, max(q) + 60 * scale,
-                                points=sorted(q), limit=400, epsabs=1e-14)[0]
+        law[r] = integrate.quad(
+            integrand,
+            min(q) - 60 * scale,
+            max(q) + 60 * scale,
+            points=sorted(q),
+            limit=400,
+            epsabs=1e-14,
+        )[0]
     return law
 
 
@@ -122,7 +128,9 @@ def test_report_noisy_max_exponential_is_permute_and_flip() -> None:
 
 def test_report_noisy_max_gumbel_is_the_exponential_mechanism() -> None:
     rnm = sdp.ReportNoisyMax(0.9, noise="gumbel", monotonic=True)
-    assert_law(list(rnm.select(SCORES, rng=4, size=200_000)), softmax_law([0.9 * x for x in SCORES]))
+    assert_law(
+        list(rnm.select(SCORES, rng=4, size=200_000)), softmax_law([0.9 * x for x in SCORES])
+    )
 
 
 def test_report_noisy_max_laplace_matches_quadrature() -> None:

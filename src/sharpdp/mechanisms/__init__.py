@@ -2,10 +2,14 @@
 
 from sharpdp.mechanisms.additive import Gaussian, Laplace
 from sharpdp.mechanisms.base import Mechanism
+from sharpdp.mechanisms.calibration import calibrate
+from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from sharpdp.mechanisms.randomized_response import RandomizedResponse
 from sharpdp.mechanisms.selection import Exponential, PermuteAndFlip, ReportNoisyMax, TopK
 
 __all__ = [
+    "DiscreteGaussian",
+    "DiscreteLaplace",
     "Exponential",
     "Gaussian",
     "Laplace",
@@ -14,4 +18,5 @@ __all__ = [
     "RandomizedResponse",
     "ReportNoisyMax",
     "TopK",
+    "calibrate",
 ]

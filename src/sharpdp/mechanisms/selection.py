@@ -22,7 +22,7 @@ import numpy.typing as npt
 from sharpdp import _divergences, _validate
 from sharpdp.conversions import register
 from sharpdp.errors import InvalidParameter
-from sharpdp.guarantees import ZCDP, BoundedRange, PureDP
+from sharpdp.guarantees import ZCDP, BoundedRange, Guarantee, PureDP
 from sharpdp.mechanisms import _race
 from sharpdp.mechanisms._samplers import RNGLike, as_generator
 from sharpdp.mechanisms.base import Mechanism
@@ -506,6 +506,14 @@ class TopK(_ScoreSelection):
 
     def _renyi(self, alpha: float) -> float:
         return self.k * _divergences.br_renyi(self.epsilon_, alpha)
+
+    # k adaptively composed ε-BR rounds: no single characterising guarantee, so the generic
+    # routes of Guarantee apply (the kε-DP profile, and CKS20 on the exact k-fold BR curve).
+    def _delta(self, epsilon: float) -> float:
+        return Guarantee._delta(self, epsilon)
+
+    def _epsilon(self, delta: float) -> float:
+        return Guarantee._epsilon(self, delta)
 
     def _group(self, k: int) -> Mechanism:
         return TopK(self.k, k * self.epsilon_, self.sensitivity, self.monotonic)

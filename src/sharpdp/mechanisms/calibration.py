@@ -1,0 +1,206 @@
+"""Calibration: the least-noise mechanism of a family that meets a privacy target.
+
+``calibrate(sdp.Gaussian, target=sdp.ApproxDP(1.0, 1e-6), sensitivity=1.0)`` searches the family's
+noise parameter (``scale``/``sigma``, or ``epsilon`` for selection and randomized response) for the
+least noise whose *exact* characterisation meets the target, and verifies the returned mechanism by
+re-computing the target from it. The search is a certified bisection
+(:func:`sharpdp._math.smallest_valid`): the returned parameter is always one at which the target
+was checked to hold, within a relative 1e-12 of the least such value.
+
+Targets: ``PureDP(ε)`` (ε(0) ≤ ε), ``ApproxDP(ε, δ)`` (δ(ε) ≤ δ), ``ZCDP(ρ, ξ)`` (the sharpest
+zCDP conversion of the mechanism has ρ′ ≤ ρ and ξ′ ≤ ξ) and ``GDP(μ)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sharpdp import _math, _validate
+from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
+from sharpdp.guarantees import GDP, ZCDP, ApproxDP, Guarantee, PureDP
+from sharpdp.mechanisms.additive import Gaussian, Laplace
+from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
+from sharpdp.mechanisms.randomized_response import RandomizedResponse
+from sharpdp.mechanisms.selection import Exponential, PermuteAndFlip, ReportNoisyMax, TopK
+
+__all__ = ["calibrate", "classical_gaussian_sigma", "meets"]
+
+M = TypeVar("M", bound=Guarantee)
+
+
+# -- what "meeting a target" means, per target type ------------------------------------------------
+
+
+def _meets_pure(m: Guarantee, t: Guarantee) -> bool:
+    assert isinstance(t, PureDP)
+    return m.epsilon(0.0) <= t.epsilon_
+
+
+def _meets_approx(m: Guarantee, t: Guarantee) -> bool:
+    assert isinstance(t, ApproxDP)
+    return m.delta(t.epsilon_) <= t.delta_
+
+
+def _meets_zcdp(m: Guarantee, t: Guarantee) -> bool:
+    assert isinstance(t, ZCDP)
+    from sharpdp.conversions import convert
+
+    try:
+        z = convert(m, ZCDP)
+    except NotImplied:
+        return False
+    assert isinstance(z, ZCDP)
+    return z.rho <= t.rho and z.xi <= t.xi
+
+
+def _meets_gdp(m: Guarantee, t: Guarantee) -> bool:
+    assert isinstance(t, GDP)
+    from sharpdp.conversions import convert
+
+    try:
+        g = convert(m, GDP)
+    except NotImplied:
+        return False
+    assert isinstance(g, GDP)
+    return g.mu <= t.mu
+
+
+_TARGETS: dict[type[Guarantee], Callable[[Guarantee, Guarantee], bool]] = {
+    PureDP: _meets_pure,
+    ApproxDP: _meets_approx,
+    ZCDP: _meets_zcdp,
+    GDP: _meets_gdp,
+}
+
+
+def meets(mechanism: Guarantee, target: Guarantee) -> bool:
+    """Whether ``mechanism``'s characterisation certifies ``target`` (see the module docstring)."""
+    check = _TARGETS.get(type(target))
+    if check is None:
+        names = ", ".join(t.__name__ for t in _TARGETS)
+        raise InvalidParameter(f"target must be one of {names}, got {target!r}")
+    return check(mechanism, target)
+
+
+# -- the families ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Family:
+    parameter: str  # the constructor argument searched
+    more_noise_is_larger: bool  # True for scale/sigma, False for epsilon
+    uses_sensitivity: bool
+
+
+_FAMILIES: dict[type[Guarantee], _Family] = {
+    Laplace: _Family("scale", True, True),
+    Gaussian: _Family("sigma", True, True),
+    DiscreteLaplace: _Family("scale", True, True),
+    DiscreteGaussian: _Family("sigma", True, True),
+    Exponential: _Family("epsilon", False, True),
+    PermuteAndFlip: _Family("epsilon", False, True),
+    ReportNoisyMax: _Family("epsilon", False, True),
+    TopK: _Family("epsilon", False, True),
+    RandomizedResponse: _Family("epsilon", False, False),
+}
+
+
+def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """The classical rule σ = Δ·√(2 ln(1.25/δ))/ε [Dwork–Roth 2014, Thm A.1], valid for ε < 1.
+
+    Looser than the exact calibration (Balle–Wang 2018): offered for comparison and for
+    reproducing older analyses.
+    """
+    e = _validate.positive("epsilon", epsilon)
+    d = _validate.probability("delta", delta)
+    s = _validate.nonnegative("sensitivity", sensitivity)
+    if e >= 1.0:
+        raise NotImplied(f"the classical Gaussian rule holds only for epsilon < 1, got {e!r}")
+    if d == 0.0:
+        raise NotImplied("the Gaussian mechanism is not (ε, 0)-DP")
+    return _math.up(s * math.sqrt(2.0 * math.log(1.25 / d)) / e)
+
+
+def calibrate(
+    mechanism: type[M],
+    target: Guarantee,
+    sensitivity: float = 1.0,
+    *,
+    method: str = "exact",
+    **fixed: Any,
+) -> M:
+    """The least-noise mechanism of the family ``mechanism`` that meets ``target``.
+
+    Args:
+        mechanism: the class, e.g. ``sdp.Gaussian``, ``sdp.Laplace``, ``sdp.DiscreteGaussian``,
+            ``sdp.Exponential``, ``sdp.TopK`` (pass ``k=``), ``sdp.RandomizedResponse``.
+        target: ``PureDP``, ``ApproxDP``, ``ZCDP`` or ``GDP``.
+        sensitivity: Δ of the query (ignored by randomized response).
+        method: ``"exact"`` (default: the mechanism's exact characterisation), or
+            ``"classical"`` for the Gaussian's 1.25/δ rule (:func:`classical_gaussian_sigma`).
+        **fixed: other constructor arguments (``k`` for TopK, ``monotonic``, ``noise``,
+            ``categories``...).
+
+    Returns:
+        The mechanism, verified to meet the target.
+
+    Raises:
+        NotImplied: no member of the family meets the target (e.g. a Gaussian and a pure target).
+        InvalidParameter: unknown family, target or method.
+
+    Example:
+        >>> import sharpdp as sdp
+        >>> round(sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(1.0, 1e-6)).sigma, 6)
+        4.224679
+    """
+    family = _FAMILIES.get(mechanism)
+    if family is None:
+        names = ", ".join(f.__name__ for f in _FAMILIES)
+        raise InvalidParameter(f"mechanism must be one of {names}, got {mechanism!r}")
+    meets(PureDP(0.0), target)  # validates the target's type
+    if family.uses_sensitivity:
+        fixed["sensitivity"] = _validate.nonnegative("sensitivity", sensitivity)
+
+    def build(value: float) -> M:
+        return mechanism(**{family.parameter: value}, **fixed)
+
+    if method == "classical":
+        if mechanism is not Gaussian or not isinstance(target, ApproxDP):
+            raise InvalidParameter("method='classical' is the Gaussian rule for an ApproxDP target")
+        result = build(classical_gaussian_sigma(target.epsilon_, target.delta_, sensitivity))
+        return _verified(result, target)
+    if method != "exact":
+        raise InvalidParameter(f"method must be 'exact' or 'classical', got {method!r}")
+
+    def ok(value: float) -> bool:
+        try:
+            return meets(build(value), target)
+        except InvalidParameter:  # outside the family's parameter range
+            return False
+
+    if family.more_noise_is_larger:
+        if not ok(2.0**50):
+            raise NotImplied(f"no {mechanism.__name__} with a noise parameter ≤ 2**50 meets {target!r}")
+        value = _math.smallest_valid(ok, 2.0**-40, 1.0, rtol=1e-12, what="calibration")
+    else:
+        if not ok(0.0):
+            raise NotImplied(f"no {mechanism.__name__} meets {target!r}")
+        if ok(2.0**40):
+            return _verified(build(2.0**40), target)
+        # the largest ε that meets the target: the smallest x = 1/ε, then step ε down if 1/x rounds up
+        x = _math.smallest_valid(lambda y: ok(1.0 / y), 2.0**-40, 1.0, rtol=1e-12, what="calibration")
+        value = 1.0 / x
+        for _ in range(64):
+            if ok(value):
+                break
+            value = math.nextafter(value, 0.0)
+    return _verified(build(value), target)
+
+
+def _verified(result: M, target: Guarantee) -> M:
+    if not meets(result, target):
+        raise NumericalError(f"calibration produced {result!r}, which does not meet {target!r}")
+    return result

@@ -1,0 +1,103 @@
+"""Calibration returns the least noise meeting the target, checked against closed forms here."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import pytest
+
+import sharpdp as sdp
+
+
+def gaussian_delta_mp(sigma: float, eps: float, sens: float = 1.0) -> float:
+    """Balle–Wang Thm 8 in 50-digit arithmetic: Φ(Δ/2σ − εσ/Δ) − e^ε Φ(−Δ/2σ − εσ/Δ)."""
+    with mpmath.workdps(50):
+        s, d, e = mpmath.mpf(sigma), mpmath.mpf(sens), mpmath.mpf(eps)
+        return float(
+            mpmath.ncdf(d / (2 * s) - e * s / d)
+            - mpmath.e**e * mpmath.ncdf(-d / (2 * s) - e * s / d)
+        )
+
+
+@pytest.mark.parametrize(
+    ("eps", "delta", "sens"), [(1.0, 1e-6, 1.0), (0.3, 1e-5, 2.0), (5.0, 1e-9, 1.0)]
+)
+def test_gaussian_is_the_least_sigma_meeting_the_target(
+    eps: float, delta: float, sens: float
+) -> None:
+    m = sdp.calibrate(sdp.Gaussian, target=sdp.ApproxDP(eps, delta), sensitivity=sens)
+    assert isinstance(m, sdp.Gaussian) and m.sensitivity == sens
+    assert gaussian_delta_mp(m.sigma, eps, sens) <= delta * (1 + 1e-12)
+    assert gaussian_delta_mp(m.sigma * (1 - 1e-9), eps, sens) > delta  # least, to 1e-9
+
+
+def test_classical_gaussian_rule_is_offered_and_looser() -> None:
+    target = sdp.ApproxDP(0.5, 1e-6)
+    classical = sdp.calibrate(sdp.Gaussian, target, method="classical")
+    assert classical.sigma == pytest.approx(math.sqrt(2 * math.log(1.25e6)) / 0.5, rel=1e-15)
+    exact = sdp.calibrate(sdp.Gaussian, target)
+    assert exact.sigma < 0.8 * classical.sigma
+    with pytest.raises(sdp.NotImplied):
+        sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(1.5, 1e-6), method="classical")
+
+
+def test_gaussian_zcdp_and_gdp_targets() -> None:
+    assert sdp.calibrate(sdp.Gaussian, sdp.ZCDP(0.5), sensitivity=2.0).sigma == pytest.approx(
+        2.0, rel=1e-11
+    )
+    assert sdp.calibrate(sdp.Gaussian, sdp.GDP(0.25)).sigma == pytest.approx(4.0, rel=1e-11)
+
+
+def test_laplace_pure_and_approximate() -> None:
+    assert sdp.calibrate(sdp.Laplace, sdp.PureDP(0.5), sensitivity=3.0).scale == pytest.approx(
+        6.0, rel=1e-11
+    )
+    # FORMULAS §6: ε(δ) = ε0 + 2 log(1 − δ), so (ε, δ) needs ε0 = ε − 2 log(1 − δ)
+    m = sdp.calibrate(sdp.Laplace, sdp.ApproxDP(0.5, 0.01))
+    assert 1.0 / m.scale == pytest.approx(0.5 - 2 * math.log(0.99), rel=1e-11)
+    assert 1.0 / m.scale <= 0.5 - 2 * math.log(0.99)
+
+
+def test_exponential_mechanism_targets() -> None:
+    assert sdp.calibrate(sdp.Exponential, sdp.PureDP(0.7)).epsilon_ == pytest.approx(0.7, rel=1e-11)
+    # zCDP: the tight BR constant is the max KL y − 1 − log y, y = η/(e^η − 1) (FORMULAS §2) < η²/8,
+    # so the calibrated ε exceeds √(8ρ).
+    m = sdp.calibrate(sdp.Exponential, sdp.ZCDP(0.125))
+    eta = m.epsilon_
+    y = eta / math.expm1(eta)
+    assert y - 1 - math.log(y) <= 0.125
+    assert 1.0 < eta < 1.02
+
+
+def test_top_k_calibrates_the_per_round_epsilon() -> None:
+    m = sdp.calibrate(sdp.TopK, sdp.PureDP(1.0), k=4)
+    assert isinstance(m, sdp.TopK) and m.k == 4
+    assert m.epsilon_ == pytest.approx(0.25, rel=1e-11)
+
+
+def test_randomized_response_closed_form() -> None:
+    # δ(ε) = (e^{ε0} − e^ε)/(1 + e^{ε0}) = δ  ⇔  e^{ε0} = (e^ε + δ)/(1 − δ)
+    m = sdp.calibrate(sdp.RandomizedResponse, sdp.ApproxDP(1.0, 0.01))
+    assert m.epsilon_ == pytest.approx(math.log((math.e + 0.01) / 0.99), rel=1e-11)
+
+
+def test_discrete_mechanisms() -> None:
+    dg = sdp.calibrate(sdp.DiscreteGaussian, sdp.ApproxDP(1.0, 1e-6))
+    assert dg.delta(1.0) <= 1e-6
+    assert sdp.DiscreteGaussian(float(dg.sigma) * (1 - 1e-9)).delta(1.0) > 1e-6
+    dl = sdp.calibrate(sdp.DiscreteLaplace, sdp.PureDP(0.5))
+    assert float(dl.scale) == pytest.approx(2.0, rel=1e-11)
+
+
+def test_impossible_and_bad_requests() -> None:
+    with pytest.raises(sdp.NotImplied):
+        sdp.calibrate(sdp.Gaussian, sdp.PureDP(1.0))
+    with pytest.raises(sdp.InvalidParameter):
+        sdp.calibrate(sdp.ZCDP, sdp.PureDP(1.0))  # type: ignore[type-var]
+    with pytest.raises(sdp.InvalidParameter):
+        sdp.calibrate(sdp.Gaussian, sdp.RDP([2.0], [1.0]))
+    with pytest.raises(sdp.InvalidParameter):
+        sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(1.0, 1e-6), method="magic")
+    with pytest.raises(sdp.InvalidParameter):
+        sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(1.0, 1e-6), sensitivity=-1.0)
