@@ -27,7 +27,8 @@ def test_gaussian_is_the_least_sigma_meeting_the_target(
     eps: float, delta: float, sens: float
 ) -> None:
     m = sdp.calibrate(sdp.Gaussian, target=sdp.ApproxDP(eps, delta), sensitivity=sens)
-    assert isinstance(m, sdp.Gaussian) and m.sensitivity == sens
+    assert isinstance(m, sdp.Gaussian)
+    assert m.sensitivity == sens
     assert gaussian_delta_mp(m.sigma, eps, sens) <= delta * (1 + 1e-12)
     assert gaussian_delta_mp(m.sigma * (1 - 1e-9), eps, sens) > delta  # least, to 1e-9
 
@@ -72,7 +73,8 @@ def test_exponential_mechanism_targets() -> None:
 
 def test_top_k_calibrates_the_per_round_epsilon() -> None:
     m = sdp.calibrate(sdp.TopK, sdp.PureDP(1.0), k=4)
-    assert isinstance(m, sdp.TopK) and m.k == 4
+    assert isinstance(m, sdp.TopK)
+    assert m.k == 4
     assert m.epsilon_ == pytest.approx(0.25, rel=1e-11)
 
 

@@ -57,9 +57,11 @@ def test_released_noise_is_the_rounded_laplace(scale: float, step: float) -> Non
 def test_release_shapes_and_rounding_of_the_input() -> None:
     m = sdp.Laplace(1.0, granularity=1.0)
     x = m.release(3.4, rng=1)
-    assert isinstance(x, float) and x == round(x)
+    assert isinstance(x, float)
+    assert x == round(x)
     arr = m.release([[1.0, 2.0], [3.0, 4.0]], rng=2)
-    assert arr.shape == (2, 2) and arr.dtype == np.float64
+    assert arr.shape == (2, 2)
+    assert arr.dtype == np.float64
     # the same seed releases the same values; the value is rounded before the noise is added
     assert m.release(3.4, rng=1) == m.release(3.0, rng=1)
 
@@ -67,7 +69,9 @@ def test_release_shapes_and_rounding_of_the_input() -> None:
 def test_default_grid_is_fine_and_keeps_the_accounting_exact_for_dyadic_sensitivity() -> None:
     m = sdp.Laplace(2.0, sensitivity=1.0)
     step = m.granularity
-    assert step is not None and math.frexp(step)[0] == 0.5 and step <= 2.0**-30
+    assert step is not None
+    assert math.frexp(step)[0] == 0.5
+    assert step <= 2.0**-30
     assert m.effective_sensitivity == 1.0
     assert m.epsilon0 == 0.5
 
