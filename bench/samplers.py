@@ -15,7 +15,11 @@ in samples per second:
   the speed of light of noise generation in numpy).
 
 A second table gives the latency of a single draw (microseconds), where per-call overhead
-dominates. With the defaults the whole run takes about 2.5 minutes, nearly all of it in OpenDP.
+dominates. A third times exact selection over ``--candidates`` scores (default 10^7):
+``Exponential.select`` and ``TopK(10).select`` (exact races, see ``sharpdp.mechanisms._race``)
+against a plain numpy float Gumbel-argmax (``argmax(c·q + rng.gumbel(size=n))``, resp.
+``argpartition`` for the top 10), which is fast but not exact.
+With the defaults the whole run takes about 3 minutes, nearly all of it in OpenDP.
 """
 
 from __future__ import annotations
@@ -139,19 +143,44 @@ def latency_table(calls: int) -> None:
         print(row)
 
 
+def selection_table(n: int, repeats: int) -> None:
+    import sharpdp as sdp
+
+    print(f"\nExact selection over n = {n:,} scores, seconds (best of {repeats})")
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=n) * 10.0
+    c = 0.5  # ε = 1, Δ = 1: c = ε/(2Δ)
+    rows = [
+        ("Exponential.select", lambda: sdp.Exponential(1.0).select(q, rng=rng),
+         lambda: int(np.argmax(c * q + rng.gumbel(size=n)))),
+        ("TopK(10).select", lambda: sdp.TopK(10, 1.0).select(q, rng=rng),
+         lambda: np.argpartition(-(c * q + rng.gumbel(size=n)), 10)[:10]),
+    ]
+    header = f"{'mechanism':<22}{'sharpdp (exact)':>18}{'numpy Gumbel':>16}{'ratio':>9}"
+    print(header)
+    print("-" * len(header))
+    for name, ours, base in rows:
+        t_ours, t_base = best_time(ours, repeats), best_time(base, repeats)
+        print(f"{name:<22}{t_ours:>18.3f}{t_base:>16.3f}{t_ours / t_base:>8.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="samples per run")
     parser.add_argument("--repeats", type=int, default=3, help="runs per measurement (best kept)")
     parser.add_argument("--calls", type=int, default=2000, help="calls for the latency table")
+    parser.add_argument("--candidates", type=int, default=10**7, help="scores for selection")
+    parser.add_argument("--only-selection", action="store_true", help="skip the sampler tables")
     args = parser.parse_args()
     print(f"numpy {np.__version__}; python {sys.version.split()[0]}")
     if OPENDP is None:
         print("note: opendp is not installed (pip install opendp); its column is skipped")
     else:
         print(f"opendp {OPENDP}")
-    throughput_table(args.n, args.repeats)
-    latency_table(args.calls)
+    if not args.only_selection:
+        throughput_table(args.n, args.repeats)
+        latency_table(args.calls)
+    selection_table(args.candidates, args.repeats)
 
 
 if __name__ == "__main__":
