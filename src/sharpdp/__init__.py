@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sharpdp.composition import Composition, compose, max_compositions
 from sharpdp.conversions import convert
 from sharpdp.errors import (
     BudgetExceeded,
@@ -61,6 +62,7 @@ __all__ = [
     "ApproxZCDP",
     "BoundedRange",
     "BudgetExceeded",
+    "Composition",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "Exponential",
@@ -81,7 +83,9 @@ __all__ = [
     "TopK",
     "__version__",
     "calibrate",
+    "compose",
     "convert",
+    "max_compositions",
 ]
 
 _LAZY_SUBMODULES = {"audit", "conversions"}

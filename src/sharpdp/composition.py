@@ -1,24 +1,51 @@
-"""Composition of guarantees and mechanisms (provisional: RDP additivity only; analyses to come)."""
+"""Composition: the sharpest valid (ε, δ) of a sequence of mechanisms, with provenance.
+
+``compose(items, adaptive=True)`` evaluates *every* analysis that is valid for the items and reports
+the minimum (design principle 2); ``.explain(delta=...)`` lists each analysis, its value and the
+theorem. Each analysis is a valid upper bound on its own, so the minimum is one too. Analyses:
+
+* ``gdp``: Gaussian differential privacy composes exactly, μ = √(Σ μ_i²) [Dong–Roth–Su 2019,
+  Cor 3.3] (exact for Gaussians; valid for every item with a GDP conversion, adaptively);
+* ``pld``: privacy-loss-distribution (FFT) composition of dominating pairs, pessimistically
+  discretised (:mod:`sharpdp.loss`), valid adaptively;
+* ``kov``: the optimal composition of k (ε0, δ0)-DP mechanisms [Kairouz–Oh–Viswanath 2015,
+  Thm 3.3; Murtagh–Vadhan 2016], valid adaptively, computed in log space;
+* ``ddr20``: the optimal composition of k η-bounded-range mechanisms [Dong–Durfee–Rogers 2020,
+  Thm 3] — only with ``adaptive=False``, since it is the non-adaptive optimum (FORMULAS §3b);
+* ``rdp``: the sum of the items' exact Rényi curves (Mironov 2017, Prop 1), converted by CKS20
+  Prop 12 over continuous α (``Guarantee``'s generic routes);
+* ``zcdp``: zCDP additivity (BS16 Lemma 2.3) with the CKS20 conversion;
+* ``basic`` and ``advanced``: (Σε_i, Σδ_i) [Dwork–Roth Thm 3.16] and Dwork–Rothblum–Vadhan 2010.
+"""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from sharpdp import _validate
-from sharpdp.errors import InvalidParameter
-from sharpdp.guarantees import Guarantee
+import numpy as np
 
-__all__ = ["Composition", "compose"]
+from sharpdp import _math, _validate
+from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
+from sharpdp.guarantees import GDP, ZCDP, ApproxDP, BoundedRange, Guarantee
+
+__all__ = ["Analysis", "Composition", "Explanation", "compose", "max_compositions"]
 
 Item = Guarantee | tuple[Guarantee, int]
+Items = tuple[tuple[Guarantee, int], ...]
 
 
-def _normalise(items: Iterable[Item]) -> tuple[tuple[Guarantee, int], ...]:
+def _normalise(items: Iterable[Item]) -> Items:
+    if isinstance(items, Guarantee):
+        raise InvalidParameter("items must be a sequence of guarantees; wrap a single one in a list")
     out: list[tuple[Guarantee, int]] = []
     for entry in items:
+        if isinstance(entry, Composition):
+            out.extend(entry.items)
+            continue
         if isinstance(entry, Guarantee):
             out.append((entry, 1))
             continue
@@ -29,17 +56,229 @@ def _normalise(items: Iterable[Item]) -> tuple[tuple[Guarantee, int], ...]:
         item, count = entry
         if not isinstance(item, Guarantee):
             raise InvalidParameter(f"item must be a sharpdp guarantee or mechanism, got {item!r}")
-        out.append((item, _validate.integer("count", count, minimum=0)))
-    return tuple((g, c) for g, c in out if c > 0)
+        n = _validate.integer("count", count, minimum=0)
+        if isinstance(item, Composition):
+            out.extend((g, c * n) for g, c in item.items)
+        else:
+            out.append((item, n))
+    merged: dict[Guarantee, int] = {}
+    for g, c in out:
+        if c > 0:
+            merged[g] = merged.get(g, 0) + c
+    return tuple(merged.items())
 
 
-@dataclass(frozen=True, slots=True)
-class Composition(Guarantee):
-    """The composition of ``items`` (each a guarantee with a count)."""
+# -- analyses --------------------------------------------------------------------------------------
 
-    items: tuple[tuple[Guarantee, int], ...]
-    adaptive: bool = True
-    notion: ClassVar[str] = "composition"
+
+@dataclass(frozen=True)
+class Analysis:
+    """One composition theorem: when it applies, and ε(δ) / δ(ε) under it.
+
+    ``prepare(items, adaptive)`` returns a guarantee-like object answering ``epsilon``/``delta``
+    for the composition, or raises :class:`NotImplied` when the theorem does not apply.
+    """
+
+    name: str
+    theorem: str
+    prepare: Callable[[Items, bool], Guarantee]
+
+
+_ANALYSES: list[Analysis] = []
+
+
+Prepare = Callable[[Items, bool], Guarantee]
+
+
+def analysis(name: str, theorem: str) -> Callable[[Prepare], Prepare]:
+    """Register a composition analysis (decorator)."""
+
+    def deco(fn: Prepare) -> Prepare:
+        _ANALYSES.append(Analysis(name, theorem, fn))
+        return fn
+
+    return deco
+
+
+@functools.lru_cache(maxsize=4096)
+def _convert(g: Guarantee, target: type[Guarantee]) -> Guarantee:
+    from sharpdp.conversions import convert
+
+    return convert(g, target)
+
+
+def _convert_all(items: Items, target: type[Guarantee]) -> list[tuple[Guarantee, int]]:
+    return [(_convert(g, target), c) for g, c in items]  # type: ignore[arg-type]
+
+
+@analysis("gdp", "Dong–Roth–Su 2019 Cor 3.3: μ-GDP composes to √(Σμ_i²)-GDP (exact)")
+def _gdp(items: Items, adaptive: bool) -> Guarantee:
+    from sharpdp.mechanisms.additive import Gaussian
+
+    mus = []
+    for g, c in items:
+        if not isinstance(g, GDP | Gaussian):
+            raise NotImplied(f"{g!r} is not a Gaussian/GDP item")
+        mus.append((g.mu, c))
+    return GDP(_math.up(math.sqrt(math.fsum(c * m * m for m, c in mus))))
+
+
+def _approx_pair(g: Guarantee) -> tuple[float, float]:
+    """(ε0, δ0) with g (ε0, δ0)-DP, from its exact characterisation (ε0 = D_∞ or ApproxDP)."""
+    if isinstance(g, ApproxDP):
+        return g.epsilon_, g.delta_
+    eps = g.renyi(math.inf)
+    if math.isinf(eps):
+        raise NotImplied(f"{g!r} is not (ε, δ0)-DP with a known δ0")
+    return eps, 0.0
+
+
+@dataclass(frozen=True)
+class _KOV(Guarantee):
+    """k-fold (ε0, δ0)-DP, optimal [KOV15 Thm 3.3]: δ = 1 − (1 − δ0)^k (1 − δ_RR^k(ε))."""
+
+    epsilon0: float
+    delta0: float
+    k: int
+    notion: ClassVar[str] = "optimal composition (KOV)"
+
+    def _log_delta_rr(self, epsilon: float) -> float:
+        # δ_RR = (1+e^ε0)^{−k} Σ_i C(k,i) (e^{(k−i)ε0} − e^{ε} e^{iε0})_+  (FORMULAS §3a), log space.
+        k, e0 = self.k, self.epsilon0
+        if e0 == 0.0:
+            return -math.inf
+        i_max = math.ceil((k * e0 - epsilon) / (2.0 * e0)) - 1  # terms with (k−2i)ε0 > ε
+        if i_max < 0:
+            return -math.inf
+        i = np.arange(min(i_max, k) + 1, dtype=np.float64)
+        from scipy.special import gammaln
+
+        log_binom = gammaln(k + 1.0) - gammaln(i + 1.0) - gammaln(k - i + 1.0)
+        gap = (k - 2.0 * i) * e0 - epsilon
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = log_binom + (k - i) * e0 + np.log(-np.expm1(-gap))
+        terms = terms[gap > 0.0]
+        if terms.size == 0:
+            return -math.inf
+        top = float(np.max(terms))
+        log_sum = top + math.log(float(np.sum(np.exp(terms - top))))
+        log_norm = k * (e0 + math.log1p(math.exp(-e0)))  # k·log(1 + e^ε0)
+        return log_sum - log_norm
+
+    def _delta(self, epsilon: float) -> float:
+        if epsilon == math.inf:
+            return -math.expm1(self.k * math.log1p(-self.delta0)) if self.delta0 > 0 else 0.0
+        # lgamma and the sums err by far less than 1e-9 relative; round up by that.
+        rr = min(1.0, math.exp(self._log_delta_rr(epsilon)) * (1.0 + 1e-9))
+        keep = math.exp(self.k * math.log1p(-self.delta0)) * (1.0 - 1e-15 * self.k)
+        return min(1.0, _math.up(1.0 - keep * (1.0 - rr)))
+
+    def _epsilon(self, delta: float) -> float:
+        if self._delta(math.inf) > delta:
+            return math.inf
+        if self._delta(0.0) <= delta:
+            return 0.0
+        hi = max(self.k * self.epsilon0, 1e-300)
+        return _math.smallest_valid(lambda e: self._delta(e) <= delta, 0.0, hi, what="KOV ε(δ)")
+
+
+@analysis("kov", "Kairouz–Oh–Viswanath 2015 Thm 3.3 / Murtagh–Vadhan 2016: optimal k-fold (ε0, δ0)-DP")
+def _kov(items: Items, adaptive: bool) -> Guarantee:
+    pairs = {_approx_pair(g) for g, _ in items}
+    if len(pairs) != 1:
+        raise NotImplied("KOV needs every item (ε0, δ0)-DP with the same (ε0, δ0)")
+    (e0, d0), = pairs
+    return _KOV(e0, d0, sum(c for _, c in items))
+
+
+@dataclass(frozen=True)
+class _DDR(Guarantee):
+    """k-fold η-BR, non-adaptive optimum [DDR20 Thm 3], FORMULAS §3b, in log space."""
+
+    eta: float
+    k: int
+    notion: ClassVar[str] = "optimal non-adaptive BR composition (DDR20)"
+
+    def _log_delta(self, epsilon: float) -> float:
+        # max over the candidates t*_l = clip((ε + (l+1)η)/(k+1), 0, η) of
+        # log Σ_i C(k,i) p^{k−i}(1−p)^i (e^{kt − iη} − e^ε)_+, all l at once (a (k+1)² array).
+        from scipy.special import gammaln
+
+        k, eta = self.k, self.eta
+        steps = np.arange(k + 1, dtype=np.float64)
+        t = np.clip((epsilon + (steps + 1.0) * eta) / (k + 1.0), 0.0, eta)[:, None]
+        i = steps[None, :]
+        log_den = _math.log1mexp(eta)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # p = (e^{−t} − e^{−η})/(1 − e^{−η}),  1 − p = (1 − e^{−t})/(1 − e^{−η})
+            log_p = -t + np.log(-np.expm1(t - eta)) - log_den
+            log_q = np.log(-np.expm1(-t)) - log_den
+            lp = np.where(k - i > 0, (k - i) * log_p, 0.0)
+            lq = np.where(i > 0, i * log_q, 0.0)
+            gap = k * t - i * eta - epsilon
+            log_binom = gammaln(k + 1.0) - gammaln(i + 1.0) - gammaln(k - i + 1.0)
+            terms = log_binom + lp + lq + k * t - i * eta + np.log(-np.expm1(-gap))
+        terms = np.where(gap > 0.0, terms, -np.inf)
+        top = np.max(terms, axis=1, keepdims=True)
+        finite = np.isfinite(top[:, 0])
+        if not finite.any():
+            return -math.inf
+        shifted = np.exp(terms[finite] - top[finite])
+        rows = top[finite, 0] + np.log(np.sum(shifted, axis=1))
+        return float(np.max(rows))
+
+    def _delta(self, epsilon: float) -> float:
+        if epsilon == math.inf:
+            return 0.0
+        # lgamma and the log-sum-exp err by far less than 1e-9 relative; round up by that.
+        return min(1.0, math.exp(self._log_delta(epsilon)) * (1.0 + 1e-9))
+
+    def _epsilon(self, delta: float) -> float:
+        if self._delta(0.0) <= delta:
+            return 0.0
+        return _math.smallest_valid(
+            lambda e: self._delta(e) <= delta, 0.0, self.k * self.eta, what="DDR20 ε(δ)"
+        )
+
+
+_DDR_MAX_K = 2000  # the DDR20 sum is O(k²) per δ evaluation
+
+
+@analysis("ddr20", "Dong–Durfee–Rogers 2020 Thm 3: optimal non-adaptive k-fold η-BR")
+def _ddr(items: Items, adaptive: bool) -> Guarantee:
+    if adaptive:
+        raise NotImplied("DDR20 is the non-adaptive optimum: pass adaptive=False to use it")
+    etas = set()
+    for g, _ in items:
+        br = _bounded_range(g)
+        etas.add(br.eta)
+    if len(etas) != 1:
+        raise NotImplied("DDR20 needs every item η-BR with the same η")
+    k = sum(c for _, c in items)
+    if k > _DDR_MAX_K:
+        raise NotImplied(f"DDR20 is evaluated for at most {_DDR_MAX_K} items (O(k²)); got {k}")
+    return _DDR(etas.pop(), k)
+
+
+def _bounded_range(g: Guarantee) -> BoundedRange:
+    from sharpdp.mechanisms.base import Mechanism
+
+    if isinstance(g, BoundedRange):
+        return g
+    if isinstance(g, Mechanism):
+        try:
+            char = g.characterisation()
+        except NotImplementedError:
+            char = None
+        if isinstance(char, BoundedRange):
+            return char
+    raise NotImplied(f"{g!r} is not characterised as bounded range")
+
+
+@dataclass(frozen=True)
+class _RDPSum(Guarantee):
+    items: Items
+    notion: ClassVar[str] = "RDP composition"
 
     def _renyi(self, alpha: float) -> float:
         total = 0.0
@@ -50,6 +289,248 @@ class Composition(Guarantee):
         return total
 
 
+@analysis("rdp", "Mironov 2017 Prop 1 (RDP adds) + CKS20 Prop 12 over continuous α")
+def _rdp(items: Items, adaptive: bool) -> Guarantee:
+    rdp = _RDPSum(items)
+    if rdp.renyi(2.0) == math.inf:
+        raise NotImplied("an item has no Rényi bound (e.g. (ε, δ>0)-DP)")
+    return rdp
+
+
+@analysis("zcdp", "Bun–Steinke 2016 Lemma 2.3 (zCDP adds) + CKS20 conversion")
+def _zcdp(items: Items, adaptive: bool) -> Guarantee:
+    zs = _convert_all(items, ZCDP)
+    rho = math.fsum(c * z.rho for z, c in zs if isinstance(z, ZCDP))
+    xi = math.fsum(c * z.xi for z, c in zs if isinstance(z, ZCDP))
+    return ZCDP(_math.up(rho), _math.up(xi) if xi > 0 else xi)
+
+
+@analysis("basic", "Dwork–Roth 2014 Thm 3.16: (Σε_i, Σδ_i)")
+def _basic(items: Items, adaptive: bool) -> Guarantee:
+    pairs = [(_approx_pair(g), c) for g, c in items]
+    eps = _math.up(math.fsum(c * e for (e, _), c in pairs))
+    delta = _math.up(math.fsum(c * d for (_, d), c in pairs))
+    if delta >= 1.0:
+        raise NotImplied("Σδ_i ≥ 1")
+    return ApproxDP(eps, delta)
+
+
+@dataclass(frozen=True)
+class _Advanced(Guarantee):
+    epsilon0: float
+    delta0: float
+    k: int
+    notion: ClassVar[str] = "advanced composition"
+
+    def _epsilon(self, delta: float) -> float:
+        slack = delta - self.k * self.delta0
+        if slack <= 0.0:
+            return math.inf
+        k, e0 = self.k, self.epsilon0
+        return _math.up(math.sqrt(2.0 * k * math.log(1.0 / slack)) * e0 + k * e0 * math.expm1(e0))
+
+    def _delta(self, epsilon: float) -> float:
+        # invert: smallest δ with ε(δ) ≤ ε (ε(δ) decreasing in δ)
+        k, e0 = self.k, self.epsilon0
+        rest = epsilon - k * e0 * math.expm1(e0)
+        if rest <= 0.0 or e0 == 0.0:
+            return 1.0 if e0 > 0.0 else min(1.0, k * self.delta0)
+        slack = math.exp(-(rest / e0) ** 2 / (2.0 * k))
+        return min(1.0, _math.up(k * self.delta0 + slack))
+
+
+@analysis("advanced", "Dwork–Rothblum–Vadhan 2010 (Dwork–Roth Thm 3.20): advanced composition")
+def _advanced(items: Items, adaptive: bool) -> Guarantee:
+    pairs = {_approx_pair(g) for g, _ in items}
+    if len(pairs) != 1:
+        raise NotImplied("advanced composition needs identical (ε0, δ0) items")
+    (e0, d0), = pairs
+    return _Advanced(e0, d0, sum(c for _, c in items))
+
+
+# -- the composition -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of an explanation: the analysis, its value (or why it does not apply)."""
+
+    name: str
+    theorem: str
+    value: float | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Every analysis tried, its value, and the winner (smallest value)."""
+
+    quantity: str  # "epsilon" or "delta"
+    at: float
+    rows: tuple[Row, ...]
+
+    @property
+    def winner(self) -> Row:
+        valid = [r for r in self.rows if r.value is not None]
+        if not valid:
+            raise NotImplied("no analysis applies")
+        return min(valid, key=lambda r: r.value if r.value is not None else math.inf)
+
+    @property
+    def runner_up(self) -> Row | None:
+        valid = sorted(
+            (r for r in self.rows if r.value is not None and r is not self.winner),
+            key=lambda r: r.value if r.value is not None else math.inf,
+        )
+        return valid[0] if valid else None
+
+    def __str__(self) -> str:
+        given = "δ" if self.quantity == "epsilon" else "ε"
+        lines = [f"{self.quantity} at {given} = {self.at:g}:"]
+        win = self.winner if any(r.value is not None for r in self.rows) else None
+        for r in self.rows:
+            mark = "*" if r is win else " "
+            val = f"{r.value:.6g}" if r.value is not None else "n/a"
+            extra = f"  ({r.note})" if r.note else ""
+            lines.append(f" {mark} {r.name:<9} {val:>12}  {r.theorem}{extra}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Composition(Guarantee):
+    """The composition of ``items`` (each a guarantee with a count), adaptive unless declared."""
+
+    items: Items
+    adaptive: bool = True
+    _cache: dict[str, Guarantee | str] = field(default_factory=dict, compare=False, repr=False)
+    notion: ClassVar[str] = "composition"
+
+    def _prepared(self) -> list[tuple[Analysis, Guarantee | str]]:
+        out: list[tuple[Analysis, Guarantee | str]] = []
+        for a in _all_analyses():
+            if a.name not in self._cache:
+                try:
+                    self._cache[a.name] = a.prepare(self.items, self.adaptive)
+                except NotImplied as err:
+                    self._cache[a.name] = str(err)
+            out.append((a, self._cache[a.name]))
+        return out
+
+    def _rows(self, quantity: str, at: float) -> tuple[Row, ...]:
+        rows = []
+        for a, g in self._prepared():
+            if isinstance(g, str):
+                rows.append(Row(a.name, a.theorem, None, g))
+                continue
+            try:
+                value = g.epsilon(at) if quantity == "epsilon" else g.delta(at)
+            except (NotImplied, NumericalError) as err:
+                rows.append(Row(a.name, a.theorem, None, str(err)))
+                continue
+            rows.append(Row(a.name, a.theorem, value))
+        return tuple(rows)
+
+    def explain(self, delta: float | None = None, epsilon: float | None = None) -> Explanation:
+        """Every analysis with its ε at ``delta`` (or δ at ``epsilon``), and the winner."""
+        if (delta is None) == (epsilon is None):
+            raise InvalidParameter("give exactly one of delta and epsilon")
+        if delta is not None:
+            self.epsilon(delta)  # validates
+            return Explanation("epsilon", delta, self._rows("epsilon", delta))
+        assert epsilon is not None
+        self.delta(epsilon)
+        return Explanation("delta", epsilon, self._rows("delta", epsilon))
+
+    def certifies(self, epsilon: float, delta: float) -> bool:
+        """Whether some valid analysis certifies (ε, δ)-DP (stops at the first that does)."""
+        e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
+        d = _validate.probability("delta", delta)
+        if not self.items:
+            return True
+        for _, g in self._prepared():
+            if isinstance(g, str):
+                continue
+            try:
+                if g.delta(e) <= d:
+                    return True
+            except (NotImplied, NumericalError):
+                continue
+        return False
+
+    def _epsilon(self, delta: float) -> float:
+        if not self.items:
+            return 0.0
+        values = [r.value for r in self._rows("epsilon", delta) if r.value is not None]
+        return min(values) if values else math.inf
+
+    def _delta(self, epsilon: float) -> float:
+        if not self.items:
+            return 0.0
+        values = [r.value for r in self._rows("delta", epsilon) if r.value is not None]
+        return min(values) if values else 1.0
+
+    def _renyi(self, alpha: float) -> float:
+        return _RDPSum(self.items)._renyi(alpha)
+
+
+def _all_analyses() -> list[Analysis]:
+    return _ANALYSES
+
+
 def compose(items: Iterable[Item], adaptive: bool = True) -> Composition:
-    """Compose ``items`` (guarantees, mechanisms or ``(item, count)`` pairs)."""
-    return Composition(_normalise(items), bool(adaptive))
+    """Compose ``items`` (guarantees, mechanisms or ``(item, count)`` pairs).
+
+    Args:
+        items: what was (or will be) run; equal items are grouped.
+        adaptive: ``True`` (default) if later items may depend on earlier outputs. Analyses that
+            hold only for batches fixed in advance (DDR20) are used only when ``False``.
+
+    Returns:
+        A :class:`Composition` answering ``epsilon``, ``delta``, ``renyi`` and ``explain``.
+
+    Example:
+        >>> import sharpdp as sdp
+        >>> c = sdp.compose([(sdp.Gaussian(5.0), 100)])
+        >>> round(c.epsilon(1e-5), 6)  # exactly σ = 0.5 (FORMULAS §5)
+        9.997256
+    """
+    if not isinstance(adaptive, bool):
+        raise InvalidParameter(f"adaptive must be a bool, got {adaptive!r}")
+    return Composition(_normalise(items), adaptive)
+
+
+def max_compositions(item: Guarantee, budget: Guarantee, adaptive: bool = True) -> int:
+    """The largest k such that k copies of ``item`` fit ``budget`` (``ApproxDP`` or ``PureDP``).
+
+    Example: exponential mechanisms at ε0 = 0.025 within (1, 1e-6): 359 non-adaptively (DDR20)
+    against 26 by the classical 2ε0-DP analysis (FORMULAS §8).
+    """
+    if not isinstance(item, Guarantee):
+        raise InvalidParameter(f"item must be a sharpdp guarantee or mechanism, got {item!r}")
+    if not isinstance(budget, ApproxDP):
+        from sharpdp.guarantees import PureDP
+
+        if isinstance(budget, PureDP):
+            budget = ApproxDP(budget.epsilon_, 0.0)
+        else:
+            raise InvalidParameter(f"budget must be ApproxDP or PureDP, got {budget!r}")
+
+    def fits(k: int) -> bool:
+        # (ε, δ)-DP holds iff some valid analysis certifies δ(ε) ≤ δ: one evaluation, no inversion
+        return compose([(item, k)], adaptive).certifies(budget.epsilon_, budget.delta_)
+
+    if not fits(1):
+        return 0
+    hi = 1
+    while fits(2 * hi):
+        hi *= 2
+        if hi > 2**40:
+            raise NumericalError("more than 2**40 compositions fit: the item is (nearly) free")
+    lo, hi = hi, 2 * hi  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -1,0 +1,126 @@
+"""compose() against independent computations: enumeration, closed forms, the FORMULAS tables."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import mpmath
+import pytest
+
+import sharpdp as sdp
+from sharpdp.composition import compose, max_compositions
+
+
+def rr_k_fold_delta(eps0: float, k: int, eps: float) -> float:
+    """δ(ε) of k-fold ε0-randomized response by enumerating all 2^k outcomes (50 digits)."""
+    with mpmath.workdps(50):
+        e0 = mpmath.mpf(eps0)
+        p = [mpmath.e**e0 / (1 + mpmath.e**e0), 1 / (1 + mpmath.e**e0)]
+        total = mpmath.mpf(0)
+        for outcome in itertools.product((0, 1), repeat=k):
+            pp = mpmath.fprod(p[o] for o in outcome)
+            qq = mpmath.fprod(p[1 - o] for o in outcome)
+            total += max(mpmath.mpf(0), pp - mpmath.e ** mpmath.mpf(eps) * qq)
+        return float(total)
+
+
+def grr_k_fold_delta(eta: float, t: float, k: int, eps: float) -> float:
+    """δ(ε) of the k-fold GRR_t pair of η-BR (losses t, t − η) by enumeration (50 digits)."""
+    with mpmath.workdps(50):
+        eta_, t_ = mpmath.mpf(eta), mpmath.mpf(t)
+        qa = (mpmath.e ** (-t_) - mpmath.e ** (-eta_)) / (1 - mpmath.e ** (-eta_))
+        pa = mpmath.e**t_ * qa
+        p, q = [pa, 1 - pa], [qa, 1 - qa]
+        total = mpmath.mpf(0)
+        for outcome in itertools.product((0, 1), repeat=k):
+            pp = mpmath.fprod(p[o] for o in outcome)
+            qq = mpmath.fprod(q[o] for o in outcome)
+            total += max(mpmath.mpf(0), pp - mpmath.e ** mpmath.mpf(eps) * qq)
+        return float(total)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 8])
+@pytest.mark.parametrize("eps", [0.0, 0.3, 1.0, 2.5])
+def test_pure_dp_composition_is_exactly_k_fold_randomized_response(k: int, eps: float) -> None:
+    want = rr_k_fold_delta(0.4, k, eps)
+    got = compose([(sdp.PureDP(0.4), k)]).delta(eps)
+    assert got >= want
+    assert got == pytest.approx(want, rel=1e-8, abs=1e-15)
+
+
+@pytest.mark.parametrize("k", [2, 4, 6])
+def test_non_adaptive_bounded_range_is_the_worst_grr_product(k: int) -> None:
+    eta, eps = 1.0, 0.5
+    brute = max(grr_k_fold_delta(eta, t, k, eps) for t in [j * eta / 200 for j in range(201)])
+    got = compose([(sdp.BoundedRange(eta), k)], adaptive=False).delta(eps)
+    assert got >= brute
+    assert got == pytest.approx(brute, rel=1e-3)
+
+
+# FORMULAS §3b table: (k, ε0) → (KOV ε0-DP, DDR20 ε0-BR), ε at δ = 1e-6.
+TABLE = [(10, 0.1, 0.99937, 0.62864), (50, 0.1, 3.17290, 1.53374), (200, 1.0, 147.442, 56.769)]
+
+
+@pytest.mark.parametrize(("k", "eps0", "kov", "ddr"), TABLE)
+def test_formulas_table(k: int, eps0: float, kov: float, ddr: float) -> None:
+    pure = compose([(sdp.PureDP(eps0), k)]).epsilon(1e-6)
+    br = compose([(sdp.BoundedRange(eps0), k)], adaptive=False).epsilon(1e-6)
+    assert pure == pytest.approx(kov, abs=6e-6 * max(1.0, kov))
+    assert br == pytest.approx(ddr, abs=6e-6 * max(1.0, ddr))
+
+
+def test_ddr20_is_used_only_when_declared_non_adaptive() -> None:
+    c = compose([(sdp.Exponential(0.1), 50)])
+    rows = {r.name: r for r in c.explain(delta=1e-6).rows}
+    assert rows["ddr20"].value is None
+    assert "adaptive=False" in rows["ddr20"].note
+    assert c.epsilon(1e-6) > compose([(sdp.Exponential(0.1), 50)], adaptive=False).epsilon(1e-6)
+
+
+def test_gaussians_compose_exactly() -> None:
+    # FORMULAS §5: σ = 5 composed 100 times is σ = 0.5: ε(1e-5) = 9.997256
+    c = compose([(sdp.Gaussian(5.0), 100)])
+    assert round(c.epsilon(1e-5), 6) == 9.997256
+    assert c.explain(delta=1e-5).winner.name in {"gdp", "pld"}
+    mixed = compose([sdp.Gaussian(1.0), (sdp.Gaussian(2.0, sensitivity=2.0), 3)])
+    assert mixed.epsilon(1e-6) == pytest.approx(sdp.GDP(2.0).epsilon(1e-6), rel=1e-12)
+
+
+def test_max_compositions_of_exponential_mechanisms() -> None:
+    # FORMULAS §8: 359 EMs at ε0 = 0.025 fit (1, 1e-6) non-adaptively; 26 under 2ε0-DP.
+    budget = sdp.ApproxDP(1.0, 1e-6)
+    assert max_compositions(sdp.Exponential(0.025), budget, adaptive=False) == 359
+    assert max_compositions(sdp.PureDP(0.05), budget) == 26
+    assert max_compositions(sdp.PureDP(2.0), budget) == 0
+
+
+def test_explain_lists_every_analysis_and_the_winner() -> None:
+    ex = compose([(sdp.PureDP(0.1), 50)]).explain(delta=1e-6)
+    names = [r.name for r in ex.rows]
+    assert {"kov", "rdp", "zcdp", "basic", "advanced"} <= set(names)
+    assert ex.winner.name == "kov"
+    assert ex.runner_up is not None
+    assert ex.runner_up.value is not None
+    assert ex.runner_up.value >= ex.winner.value  # type: ignore[operator]
+    assert "Kairouz" in str(ex)
+
+
+def test_approx_dp_items_compose_with_kov_and_delta_at_infinity() -> None:
+    c = compose([(sdp.ApproxDP(0.5, 1e-7), 10)])
+    assert c.delta(math.inf) == pytest.approx(1 - (1 - 1e-7) ** 10, rel=1e-9)
+    assert c.epsilon(1e-6) < 10 * 0.5
+    assert c.epsilon(1e-7) == math.inf
+
+
+def test_bad_input() -> None:
+    with pytest.raises(sdp.InvalidParameter):
+        compose([(sdp.PureDP(1.0), -1)])
+    with pytest.raises(sdp.InvalidParameter):
+        compose([("gaussian", 1)])  # type: ignore[list-item]
+    with pytest.raises(sdp.InvalidParameter):
+        compose([sdp.PureDP(1.0)], adaptive="no")  # type: ignore[arg-type]
+    with pytest.raises(sdp.InvalidParameter):
+        compose(sdp.PureDP(1.0))  # type: ignore[arg-type]
+    with pytest.raises(sdp.InvalidParameter):
+        max_compositions(sdp.PureDP(1.0), sdp.ZCDP(1.0))
