@@ -233,8 +233,8 @@ def test_every_route_from_pure_dp_is_valid_for_rr(
 def test_pure_dp_to_zcdp_sharper_than_bs16(eps: float) -> None:
     rho = sdp.convert(sdp.PureDP(eps), sdp.ZCDP).rho
     # ε·tanh(ε/2) < ε²/2 exactly, but for tiny ε they differ by far less than an ulp and the
-    # float ε²/2 may be rounded down: allow one ulp.
-    assert rho <= eps * eps / 2 * (1 + 2.0**-52)
+    # float ε²/2 may be rounded down, and ρ is rounded up by 4 ulps: allow a few ulps.
+    assert rho <= eps * eps / 2 * (1 + 2.0**-49)
     assert rho == pytest.approx(eps * math.tanh(eps / 2), rel=1e-14, abs=0.0)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sharpdp.accountant import Accountant
 from sharpdp.composition import Composition, compose, max_compositions
 from sharpdp.conversions import convert
 from sharpdp.errors import (
@@ -37,6 +38,7 @@ from sharpdp.guarantees import (
     Guarantee,
     PureDP,
 )
+from sharpdp.ledger import Ledger
 from sharpdp.mechanisms import (
     DiscreteGaussian,
     DiscreteLaplace,
@@ -58,6 +60,7 @@ __all__ = [
     "MCDP",
     "RDP",
     "ZCDP",
+    "Accountant",
     "ApproxDP",
     "ApproxZCDP",
     "BoundedRange",
@@ -70,6 +73,7 @@ __all__ = [
     "Guarantee",
     "InvalidParameter",
     "Laplace",
+    "Ledger",
     "LedgerError",
     "Mechanism",
     "NoExplicitBound",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+from fractions import Fraction
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -178,7 +179,7 @@ class _KOV(Guarantee):
             return math.inf
         if self._delta(0.0) <= delta:
             return 0.0
-        hi = max(self.k * self.epsilon0, 1e-300)
+        hi = max(_math.up(self.k * self.epsilon0), 1e-300)
         return _math.smallest_valid(lambda e: self._delta(e) <= delta, 0.0, hi, what="KOV ε(δ)")
 
 
@@ -281,12 +282,16 @@ class _RDPSum(Guarantee):
     notion: ClassVar[str] = "RDP composition"
 
     def _renyi(self, alpha: float) -> float:
-        total = 0.0
-        for item, count in self.items:
-            total += count * item.renyi(alpha)
-            if total == math.inf:
-                return math.inf
-        return total
+        values = [(item.renyi(alpha), count) for item, count in self.items]
+        if any(v == math.inf for v, _ in values):
+            return math.inf
+        if len(values) <= 64:  # the exact rational sum, rounded up to a float
+            exact = sum((Fraction(v) * c for v, c in values), Fraction(0))
+            total = float(exact)
+            return math.nextafter(total, math.inf) if Fraction(total) < exact else total
+        # many items: fsum is within an ulp of the sum of the products, each within half an ulp
+        total = math.fsum(c * v for v, c in values)
+        return total if total == 0.0 else _math.up(total, 2)
 
 
 @analysis("rdp", "Mironov 2017 Prop 1 (RDP adds) + CKS20 Prop 12 over continuous α")

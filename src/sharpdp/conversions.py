@@ -255,7 +255,7 @@ def pure_dp_to_zcdp(g: PureDP) -> ZCDP:
     [Steinke 2024, "Tight RDP & zCDP bounds from pure DP", Thm 5.] Tight: randomized response
     attains it. Never larger than BS16's ε²/2.
     """
-    return ZCDP(g.epsilon_ * math.tanh(0.5 * g.epsilon_))
+    return ZCDP(_math.up(g.epsilon_ * math.tanh(0.5 * g.epsilon_)))
 
 
 @register(

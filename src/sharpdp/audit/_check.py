@@ -1,0 +1,234 @@
+"""Comparison of measured divergences with a claimed guarantee, naming every violation.
+
+A measured value m violates a claimed value c when m > c + atol + rtol·c. The tolerance is the only
+slack and it only forgives excesses of the size of floating-point error: with the defaults
+(``rtol = 1e-12``, ``atol = 1e-15``) any excess larger than about 4,500 ulps of the claim (or 1e-15
+absolute, for values near 0) is reported. The exact laws are accurate to well within that (a few
+ulps for the log-space laws, about 1e-14 relative for permute-and-flip's quadrature), so a correct
+claim that is tight (e.g. the exponential mechanism's ε-bounded range, randomized response's
+profile) passes, and a real violation is never hidden by more than float error.
+
+What is compared, for a claim g (a guarantee or a mechanism):
+
+* Rényi divergences at the orders :data:`ORDERS` (1 = KL, … , ∞ = max-divergence), both orders of
+  the pair: D_α ≤ g.renyi(α);
+* the privacy profile at ε on a grid (0, the pair's own loss values, which are the breakpoints of
+  its profile, an even grid, and the ε(δ) of the claim at :data:`DELTAS`): δ(ε) ≤ g.delta(ε);
+* the claimed ε(δ) at each δ in :data:`DELTAS`: the measured δ at ε = g.epsilon(δ) must be ≤ δ;
+* the bounded range η: for a :class:`~sharpdp.BoundedRange` claim its η, otherwise the sharpest
+  η that :func:`sharpdp.convert` derives from the claim (skipped when none is implied).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from sharpdp import _validate
+from sharpdp.errors import InvalidParameter, NotImplied, SharpDPError
+from sharpdp.guarantees import BoundedRange, Guarantee
+
+__all__ = ["DELTAS", "ORDERS", "AuditFailure", "CheckResult", "Violation", "check_claim"]
+
+#: Rényi orders compared (1 is the KL divergence, inf the max-divergence).
+ORDERS: tuple[float, ...] = (
+    1.0, 1.001, 1.01, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0,
+    128.0, 256.0, math.inf,
+)  # fmt: skip
+
+#: δ values at which the claim's ε(δ) is tested.
+DELTAS: tuple[float, ...] = (
+    0.0, 1e-15, 1e-12, 1e-9, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.2, 0.3, 0.5,
+)  # fmt: skip
+
+RTOL = 1e-12
+ATOL = 1e-15
+_SHOWN = 4  # violations of each kind shown by str(CheckResult) (all are in .violations)
+
+
+class AuditFailure(SharpDPError, AssertionError):
+    """An audit found a violation of a claimed privacy guarantee."""
+
+
+class Measured(Protocol):
+    """What :func:`check_claim` reads from a report."""
+
+    def renyi(self, alpha: float) -> float: ...
+
+    def delta(self, epsilon: float) -> float: ...
+
+    def bounded_range(self) -> float: ...
+
+    def max_divergence(self) -> float: ...
+
+    def epsilon_grid(self) -> list[float]: ...
+
+    def where(self, quantity: str, argument: float | None) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One comparison that failed.
+
+    Attributes:
+        quantity: ``"renyi"``, ``"delta"``, ``"epsilon"`` or ``"bounded_range"``.
+        argument: the order α, the ε, the δ (for ``"epsilon"``), or None.
+        measured: the measured value (for ``"epsilon"``: the measured δ at the claimed ε).
+        claimed: the claimed value (for ``"epsilon"``: δ).
+        claimed_epsilon: for ``"epsilon"``, the claimed ε(δ); otherwise None.
+        where: the input pair where the measured value was found (empty for a single pair).
+    """
+
+    quantity: str
+    argument: float | None
+    measured: float
+    claimed: float
+    claimed_epsilon: float | None = None
+    where: str = ""
+
+    def __str__(self) -> str:
+        m, c = self.measured, self.claimed
+        if self.quantity == "renyi":
+            text = f"Rényi divergence of order α={self.argument:g}: measured {m:.12g} > claimed {c:.12g}"
+        elif self.quantity == "delta":
+            text = f"δ(ε) at ε={self.argument:.12g}: measured {m:.6g} > claimed {c:.6g}"
+        elif self.quantity == "epsilon":
+            text = (
+                f"ε(δ) at δ={self.argument:g}: the claim gives ε={self.claimed_epsilon:.12g}, but the "
+                f"measured δ there is {m:.6g} > {c:g}"
+            )
+        else:
+            text = f"bounded range: measured spread {m:.12g} > claimed η={c:.12g}"
+        text += f" (excess {m - c:.3g})"
+        return text + (f" on {self.where}" if self.where else "")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The outcome of comparing an audit report with a claimed guarantee.
+
+    Attributes:
+        claim: the guarantee compared with.
+        violations: every failed comparison.
+        compared: how many comparisons were made.
+        skipped: quantities the claim does not bound (e.g. no bounded range implied).
+        rtol: relative tolerance used.
+        atol: absolute tolerance used.
+    """
+
+    claim: Guarantee
+    violations: tuple[Violation, ...]
+    compared: int
+    skipped: tuple[str, ...]
+    rtol: float
+    atol: float
+
+    @property
+    def ok(self) -> bool:
+        """True when no comparison failed."""
+        return not self.violations
+
+    def messages(self) -> list[str]:
+        """A human-readable line per violation."""
+        return [str(v) for v in self.violations]
+
+    def assert_ok(self) -> None:
+        """Raise :class:`AuditFailure` listing every violation, if there is any."""
+        if not self.ok:
+            raise AuditFailure(str(self))
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"{self.claim!r}: all {self.compared} comparisons passed"
+        lines = [f"{self.claim!r}: {len(self.violations)} of {self.compared} comparisons failed:"]
+        for quantity in ("bounded_range", "renyi", "epsilon", "delta"):
+            group = [v for v in self.violations if v.quantity == quantity]
+            lines.extend(f"  - {v}" for v in group[:_SHOWN])
+            if len(group) > _SHOWN:
+                lines.append(f"  - ... and {len(group) - _SHOWN} more of the same kind")
+        return "\n".join(lines)
+
+
+def _tolerances(rtol: float, atol: float) -> tuple[float, float]:
+    return _validate.nonnegative("rtol", rtol), _validate.nonnegative("atol", atol)
+
+
+def _claimed(fn: Callable[[float], float], arg: float) -> float | None:
+    try:
+        return fn(arg)
+    except NotImplied:
+        return None
+
+
+def check_claim(
+    measured: Measured, claim: object, *, rtol: float = RTOL, atol: float = ATOL
+) -> CheckResult:
+    """Compare ``measured`` (a report) with ``claim``; see the module docstring."""
+    if not isinstance(claim, Guarantee):
+        raise InvalidParameter(f"claim must be a sharpdp guarantee or mechanism, got {claim!r}")
+    rtol, atol = _tolerances(rtol, atol)
+    violations: list[Violation] = []
+    skipped: list[str] = []
+    compared = 0
+
+    def exceeds(m: float, c: float) -> bool:
+        return m > c + atol + rtol * abs(c)
+
+    for alpha in ORDERS:
+        c = _claimed(claim.renyi, alpha)
+        if c is None or math.isinf(c):
+            continue
+        compared += 1
+        m = measured.renyi(alpha)
+        if exceeds(m, c):
+            violations.append(Violation("renyi", alpha, m, c, None, measured.where("renyi", alpha)))
+
+    eta: float | None
+    if isinstance(claim, BoundedRange):
+        eta = claim.eta
+    else:
+        from sharpdp.conversions import convert
+
+        try:
+            eta = convert(claim, BoundedRange).eta
+        except NotImplied:
+            eta = None
+    if eta is None or math.isinf(eta):
+        skipped.append("bounded_range (the claim implies no finite bounded range)")
+    else:
+        compared += 1
+        m = measured.bounded_range()
+        if exceeds(m, eta):
+            violations.append(
+                Violation(
+                    "bounded_range", None, m, eta, None, measured.where("bounded_range", None)
+                )
+            )
+
+    claimed_eps: list[tuple[float, float]] = []
+    for d in DELTAS:
+        e = _claimed(claim.epsilon, d)
+        if e is None or math.isinf(e):
+            continue
+        claimed_eps.append((d, e))
+        compared += 1
+        m = measured.delta(e)
+        if exceeds(m, d):
+            violations.append(Violation("epsilon", d, m, d, e, measured.where("delta", e)))
+
+    grid = set(measured.epsilon_grid()) | {e for _, e in claimed_eps}
+    top = max((g for g in grid if math.isfinite(g)), default=1.0)
+    grid |= {float(v) for v in np.linspace(0.0, top, 33)}
+    for eps in sorted(grid):
+        c = _claimed(claim.delta, eps)
+        if c is None or c >= 1.0:
+            continue
+        compared += 1
+        m = measured.delta(eps)
+        if exceeds(m, c):
+            violations.append(Violation("delta", eps, m, c, None, measured.where("delta", eps)))
+    return CheckResult(claim, tuple(violations), compared, tuple(skipped), rtol, atol)

@@ -1,0 +1,509 @@
+"""Exact output laws for the exact audit, and the registry mechanism type → law function.
+
+A *law* is the exact distribution of a mechanism's output on one input, in log space:
+
+* :class:`FiniteLaw`: finitely many outcomes and their log-probabilities (``-inf`` for outcomes of
+  probability zero);
+* :class:`ShiftLaw`: the law of ``shift + Z`` on the integers, for integer noise ``Z`` of one of the
+  two families sharpdp samples exactly (:class:`DiscreteLaplaceNoise`,
+  :class:`DiscreteGaussianNoise`). Its support is infinite; the audit enumerates a window and bounds
+  the rest rigorously (:mod:`sharpdp.audit._pairs`). The noise parameter is used as a float: a
+  mechanism whose scale is an exact rational (e.g. ``Fraction(1, 3)``) is audited at the nearest
+  double, a relative change of at most 1.1e-16.
+
+The registry maps a mechanism type to ``law(mechanism, x) -> Law`` and, optionally, to a test of
+whether two inputs are neighbours under the mechanism's relation. Built in: the selection
+mechanisms (``Exponential``, ``PermuteAndFlip``, ``ReportNoisyMax``, ``TopK``), randomized response,
+and the discrete Laplace and Gaussian mechanisms (registered by class name, so their module is not
+imported here). Register more with :func:`register_law`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from sharpdp import _validate
+from sharpdp.errors import InvalidParameter
+
+__all__ = [
+    "MAX_OUTCOMES",
+    "DiscreteGaussianNoise",
+    "DiscreteLaplaceNoise",
+    "FiniteLaw",
+    "IntegerNoise",
+    "Law",
+    "ShiftLaw",
+    "law_of",
+    "lookup",
+    "register_law",
+]
+
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+IntArray: TypeAlias = npt.NDArray[np.int64]
+
+#: Largest number of outcomes the exact audit enumerates for one law (or one truncation window).
+MAX_OUTCOMES = 4_000_000
+
+#: How far a probability vector may sum from 1 before it is rejected (it is then renormalised
+#: exactly in log space; laws computed by quadrature are normalised to about 1e-15).
+_SUM_TOLERANCE = 1e-9
+
+
+def _readonly(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    a.setflags(write=False)
+    return a
+
+
+def _log_sum_exp(v: FloatArray) -> float:
+    top = float(np.max(v))
+    if top == -math.inf:
+        return -math.inf
+    return top + math.log(float(np.sum(np.exp(v - top))))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FiniteLaw:
+    """A law on finitely many outcomes, given by log-probabilities.
+
+    Attributes:
+        log_probabilities: 1-D float64 array (read-only), ``-inf`` for probability zero; normalised
+            (its log-sum-exp is 0 up to rounding).
+        outcomes: labels of the outcomes (hashable, distinct), or ``None`` for the indices
+            ``0, …, m − 1``. Two laws are compared outcome by outcome: by label when both have
+            labels, by position otherwise.
+    """
+
+    log_probabilities: FloatArray
+    outcomes: tuple[Hashable, ...] | None = None
+
+    def __post_init__(self) -> None:
+        lp = np.array(self.log_probabilities, dtype=np.float64)
+        if lp.ndim != 1 or lp.size == 0:
+            raise InvalidParameter(
+                f"log_probabilities must be a non-empty 1-D array, got shape {lp.shape}"
+            )
+        if np.isnan(lp).any() or np.isposinf(lp).any():
+            raise InvalidParameter("log_probabilities must not contain NaN or +inf")
+        total = _log_sum_exp(lp)
+        if not abs(math.expm1(total)) <= _SUM_TOLERANCE:
+            raise InvalidParameter(
+                f"probabilities must sum to 1 (within {_SUM_TOLERANCE}), got {math.exp(total)!r}"
+            )
+        object.__setattr__(self, "log_probabilities", _readonly(lp - total))
+        if self.outcomes is not None:
+            labels = tuple(self.outcomes)
+            if len(labels) != lp.size:
+                raise InvalidParameter(
+                    f"outcomes has {len(labels)} labels for {lp.size} probabilities"
+                )
+            if len(set(labels)) != len(labels):
+                raise InvalidParameter("outcomes must be distinct")
+            object.__setattr__(self, "outcomes", labels)
+
+    @classmethod
+    def from_probabilities(
+        cls, probabilities: object, outcomes: Sequence[Hashable] | None = None
+    ) -> FiniteLaw:
+        """The law with the given probabilities (non-negative, finite, summing to 1).
+
+        ``probabilities`` may also be a mapping outcome → probability.
+        """
+        if isinstance(probabilities, Mapping):
+            if outcomes is not None:
+                raise InvalidParameter("outcomes must not be given with a mapping")
+            outcomes = tuple(probabilities.keys())
+            probabilities = list(probabilities.values())
+        try:
+            p = np.asarray(probabilities, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidParameter(
+                f"probabilities must be a 1-D array of numbers, got {probabilities!r}"
+            ) from None
+        if p.ndim != 1:
+            raise InvalidParameter(f"probabilities must be 1-D, got shape {p.shape}")
+        if np.isnan(p).any() or np.isinf(p).any() or (p < 0).any():
+            raise InvalidParameter(
+                f"probabilities must be finite and >= 0, got {probabilities!r}"[:200]
+            )
+        with np.errstate(divide="ignore"):
+            lp = np.log(p)
+        return cls(lp, None if outcomes is None else tuple(outcomes))
+
+    def labels(self) -> tuple[Hashable, ...]:
+        """The outcome labels (the indices when none were given)."""
+        if self.outcomes is None:
+            return tuple(range(self.log_probabilities.size))
+        return self.outcomes
+
+
+# -- integer noise families --------------------------------------------------------------------------
+
+
+class IntegerNoise:
+    """A symmetric, log-concave law on the integers (the noise Z of a :class:`ShiftLaw`).
+
+    Subclass contract (used by :class:`sharpdp.audit._pairs.ShiftPair`): ``log_pmf`` is the
+    normalised log-probability; ``log_ratio(y, a, b) = log p(y − a) − log p(y − b)`` computed
+    accurately; ``ratio_limit(d) = lim_{y→+∞} log p(y − d) − log p(y)``; ``width`` a half-width
+    beyond which the mass is negligible (below 1e-60). The tail bounds of the audit rely on every
+    sequence it sums being log-concave on each side beyond the window: true for the two families
+    below (their log-pmfs are linear, resp. quadratic, there).
+    """
+
+    __slots__ = ()
+
+    name: ClassVar[str] = "integer noise"
+
+    def log_pmf(self, z: IntArray) -> FloatArray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def log_ratio(self, y: IntArray, a: int, b: int) -> FloatArray:  # pragma: no cover
+        raise NotImplementedError
+
+    def ratio_limit(self, d: int) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def width(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class DiscreteLaplaceNoise(IntegerNoise):
+    """P(Z = z) ∝ exp(−|z|/scale) on the integers.
+
+    Normaliser N = Σ_z e^{−|z|/s} = (1 + e^{−1/s})/(1 − e^{−1/s}) (two geometric series).
+    """
+
+    scale: float
+    name: ClassVar[str] = "discrete Laplace"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", _validate.positive("scale", self.scale))
+
+    @property
+    def _log_norm(self) -> float:
+        t = 1.0 / self.scale
+        return math.log1p(math.exp(-t)) - math.log(-math.expm1(-t))
+
+    def log_pmf(self, z: IntArray) -> FloatArray:
+        return np.asarray(-np.abs(z).astype(np.float64) / self.scale - self._log_norm)
+
+    def log_ratio(self, y: IntArray, a: int, b: int) -> FloatArray:
+        # (|y − b| − |y − a|)/s with an exact integer numerator.
+        return np.asarray((np.abs(y - b) - np.abs(y - a)).astype(np.float64) / self.scale)
+
+    def ratio_limit(self, d: int) -> float:
+        return d / self.scale
+
+    @property
+    def width(self) -> int:
+        # Beyond both centres every summed sequence is geometric, and the tail bound is exact.
+        return 2
+
+
+@dataclass(frozen=True, slots=True)
+class DiscreteGaussianNoise(IntegerNoise):
+    """P(Z = z) ∝ exp(−z²/(2σ²)) on the integers [Canonne–Kamath–Steinke 2020].
+
+    Normaliser N = Σ_z e^{−z²/(2σ²)}: summed directly for σ < 1 (terms beyond |z| = 40 are below
+    e^{−800}), otherwise by Poisson summation N = σ√(2π)·Σ_k e^{−2π²σ²k²} (four terms: the fifth is
+    below e^{−490}).
+    """
+
+    sigma: float
+    name: ClassVar[str] = "discrete Gaussian"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", _validate.positive("sigma", self.sigma))
+
+    @property
+    def _log_norm(self) -> float:
+        s = self.sigma
+        if s < 1.0:
+            z = np.arange(1, 41, dtype=np.float64)
+            return math.log1p(2.0 * float(np.sum(np.exp(-(z * z) / (2.0 * s * s)))))
+        k = np.arange(1, 5, dtype=np.float64)
+        theta = 2.0 * float(np.sum(np.exp(-2.0 * math.pi**2 * s * s * k * k)))
+        return math.log(s) + 0.5 * math.log(2.0 * math.pi) + math.log1p(theta)
+
+    def log_pmf(self, z: IntArray) -> FloatArray:
+        zf = z.astype(np.float64)
+        return np.asarray(-(zf * zf) / (2.0 * self.sigma**2) - self._log_norm)
+
+    def log_ratio(self, y: IntArray, a: int, b: int) -> FloatArray:
+        # ((y − b)² − (y − a)²)/(2σ²) = (a − b)(2y − a − b)/(2σ²), integer factors exact.
+        return np.asarray(float(a - b) * (2 * y - a - b).astype(np.float64) / (2.0 * self.sigma**2))
+
+    def ratio_limit(self, d: int) -> float:
+        return 0.0 if d == 0 else math.copysign(math.inf, d)
+
+    @property
+    def width(self) -> int:
+        # e^{−w²/(2σ²)} ≤ 1e-60 for w ≥ σ√(2·60·ln 10).
+        return math.ceil(self.sigma * math.sqrt(120.0 * math.log(10.0))) + 2
+
+
+@dataclass(frozen=True, slots=True)
+class ShiftLaw:
+    """The law of ``shift + Z`` on the integers, Z ~ ``noise``.
+
+    Attributes:
+        noise: the noise family.
+        shift: the integer shift (the mechanism's input).
+    """
+
+    noise: IntegerNoise
+    shift: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.noise, IntegerNoise):
+            raise InvalidParameter(f"noise must be an IntegerNoise, got {self.noise!r}")
+        object.__setattr__(self, "shift", _integer("shift", self.shift))
+
+
+Law: TypeAlias = FiniteLaw | ShiftLaw
+"""What a law function returns."""
+
+LawFunction: TypeAlias = Callable[[Any, Any], Law]
+NeighbourTest: TypeAlias = Callable[[Any, Any, Any], bool]
+
+
+def _integer(name: str, value: object) -> int:
+    return _validate.integer(name, value, minimum=-(2**62))
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LawEntry:
+    """A registered law function and the neighbour test of its mechanism type (or None)."""
+
+    law: LawFunction
+    neighbours: NeighbourTest | None
+    relation: str
+
+
+_BY_TYPE: dict[type, LawEntry] = {}
+# Classes of sharpdp itself registered by name, so their modules need not be imported here.
+_BY_NAME: dict[str, LawEntry] = {}
+
+
+def register_law(
+    mechanism_type: type | str,
+    *,
+    neighbours: NeighbourTest | None = None,
+    relation: str = "",
+) -> Callable[[LawFunction], LawFunction]:
+    """Decorator registering ``law(mechanism, x) -> Law`` for a mechanism type.
+
+    Args:
+        mechanism_type: the type (subclasses inherit the entry), or the name of a class defined in
+            a ``sharpdp`` module (matched without importing it).
+        neighbours: ``neighbours(mechanism, x, x_prime) -> bool``, the mechanism's neighbouring
+            relation; :func:`sharpdp.audit.exact` refuses other pairs unless told otherwise.
+        relation: a short description of that relation, for error messages.
+    """
+
+    def decorate(function: LawFunction) -> LawFunction:
+        entry = LawEntry(function, neighbours, relation)
+        if isinstance(mechanism_type, str):
+            _BY_NAME[mechanism_type] = entry
+        else:
+            _BY_TYPE[mechanism_type] = entry
+        return function
+
+    return decorate
+
+
+def lookup(mechanism: object) -> LawEntry | None:
+    """The law entry of ``mechanism``'s type (walking its MRO), or None."""
+    for klass in type(mechanism).__mro__:
+        entry = _BY_TYPE.get(klass)
+        if entry is not None:
+            return entry
+        if klass.__module__.startswith("sharpdp."):
+            entry = _BY_NAME.get(klass.__name__)
+            if entry is not None:
+                return entry
+    return None
+
+
+def law_of(mechanism: object, x: object) -> Law:
+    """The exact output law of a registered mechanism on input ``x``."""
+    entry = lookup(mechanism)
+    if entry is None:
+        raise InvalidParameter(
+            f"no exact law is registered for {type(mechanism).__name__}; register one with "
+            "sharpdp.audit.register_law, or pass a callable x -> probability vector"
+        )
+    return entry.law(mechanism, x)
+
+
+# -- selection mechanisms -------------------------------------------------------------------------
+
+
+def _log_softmax(logits: FloatArray) -> FloatArray:
+    return np.asarray(logits - _log_sum_exp(logits))
+
+
+def _logits(coefficient: float, q: FloatArray) -> FloatArray:
+    """c·(q − max q) with −inf kept; c = ∞ keeps only the maxima, c = 0 is uniform on the finite."""
+    shifted = q - np.max(q)
+    if math.isinf(coefficient):
+        return np.where(shifted == 0.0, 0.0, -np.inf)
+    if coefficient == 0.0:
+        return np.where(np.isneginf(q), -np.inf, 0.0)
+    return np.where(
+        np.isneginf(shifted), -np.inf, coefficient * np.where(np.isneginf(q), 0, shifted)
+    )
+
+
+def _scores(name: str, value: object) -> FloatArray:
+    from sharpdp.mechanisms.selection import as_scores
+
+    return as_scores(value, name)
+
+
+def _score_neighbours(mechanism: Any, x: object, x_prime: object) -> bool:
+    """|q_i − q′_i| ≤ Δ for all i (same excluded candidates); one direction if monotonic."""
+    q, qp = _scores("x", x), _scores("x_prime", x_prime)
+    if q.shape != qp.shape:
+        return False
+    if not np.array_equal(np.isneginf(q), np.isneginf(qp)):
+        return False
+    live = np.isfinite(q)
+    diff = qp[live] - q[live]
+    # A few ulps of the scores' magnitude for the rounding of the difference itself.
+    slack = 4.0 * np.spacing(np.maximum(np.abs(q[live]), np.abs(qp[live])))
+    sens = float(mechanism.sensitivity)
+    if not bool(np.all(np.abs(diff) <= sens + slack)):
+        return False
+    if mechanism.monotonic:
+        return bool(np.all(diff >= -slack) or np.all(diff <= slack))
+    return True
+
+
+_SCORES_RELATION = "score vectors of one shape differing by at most the sensitivity in each entry"
+
+
+def _exponential_law(mechanism: Any, x: object) -> FiniteLaw:
+    # P[y] ∝ exp(c·q_y), computed as a log-softmax (the definition, in log space).
+    return FiniteLaw(_log_softmax(_logits(float(mechanism.coefficient), _scores("x", x))))
+
+
+def _register_selection() -> None:
+    from sharpdp.mechanisms.selection import Exponential, PermuteAndFlip, ReportNoisyMax, TopK
+
+    register_law(Exponential, neighbours=_score_neighbours, relation=_SCORES_RELATION)(
+        _exponential_law
+    )
+
+    @register_law(PermuteAndFlip, neighbours=_score_neighbours, relation=_SCORES_RELATION)
+    def _permute_and_flip_law(mechanism: PermuteAndFlip, x: object) -> FiniteLaw:
+        return FiniteLaw.from_probabilities(mechanism.probabilities(_scores("x", x)))
+
+    @register_law(ReportNoisyMax, neighbours=_score_neighbours, relation=_SCORES_RELATION)
+    def _noisy_max_law(mechanism: ReportNoisyMax, x: object) -> FiniteLaw:
+        eq = mechanism.equivalent
+        if isinstance(eq, Exponential):
+            return _exponential_law(eq, x)
+        return FiniteLaw.from_probabilities(mechanism.probabilities(_scores("x", x)))
+
+    @register_law(TopK, neighbours=_score_neighbours, relation=_SCORES_RELATION)
+    def _top_k_law(mechanism: TopK, x: object) -> FiniteLaw:
+        q = _scores("x", x)
+        k = mechanism.k
+        live = int(np.isfinite(q).sum())
+        if k > live:
+            raise InvalidParameter(f"k={k} exceeds the {live} candidates with a finite score")
+        count = math.perm(q.size, k)
+        if count > MAX_OUTCOMES:
+            raise InvalidParameter(
+                f"top-{k} of {q.size} candidates has {count} ordered outcomes; the exact audit "
+                f"enumerates at most {MAX_OUTCOMES}"
+            )
+        tuples = np.array(list(itertools.permutations(range(q.size), k)), dtype=np.intp)
+        return FiniteLaw(
+            _peeling_log_law(_logits(float(mechanism.coefficient), q), tuples),
+            tuple(map(tuple, tuples.tolist())),
+        )
+
+
+def _peeling_log_law(logits: FloatArray, tuples: npt.NDArray[np.intp]) -> FloatArray:
+    """log P[(i1..ik)] = Σ_j (l_{ij} − log Σ_{l ∉ {i1..i_{j−1}}} e^{l}) for every ordered tuple."""
+    m, k = tuples.shape
+    rows = np.arange(m)
+    live = np.broadcast_to(logits, (m, logits.size)).copy()
+    out = np.zeros(m)
+    for j in range(k):
+        chosen = tuples[:, j]
+        top = np.max(live, axis=1)
+        with np.errstate(divide="ignore"):
+            norm = top + np.log(np.sum(np.exp(live - top[:, None]), axis=1))
+        out += logits[chosen] - norm
+        live[rows, chosen] = -np.inf
+    return np.asarray(out)
+
+
+# -- randomized response --------------------------------------------------------------------------
+
+
+def _register_randomized_response() -> None:
+    from sharpdp.mechanisms.randomized_response import RandomizedResponse
+
+    def neighbours(mechanism: RandomizedResponse, x: object, x_prime: object) -> bool:
+        _category(mechanism, "x", x)
+        _category(mechanism, "x_prime", x_prime)
+        return True
+
+    @register_law(RandomizedResponse, neighbours=neighbours, relation="any two categories")
+    def _rr_law(mechanism: RandomizedResponse, x: object) -> FiniteLaw:
+        # true category: 1/(1 + (k−1)e^{−ε}); any other: e^{−ε} times that (the definition).
+        v = _category(mechanism, "x", x)
+        k, eps = mechanism.categories, mechanism.epsilon_
+        log_top = -math.log1p((k - 1) * math.exp(-eps))
+        lp = np.full(k, log_top - eps)
+        lp[v] = log_top
+        return FiniteLaw(lp)
+
+
+def _category(mechanism: Any, name: str, value: object) -> int:
+    v = _validate.integer(name, value, minimum=0)
+    if v >= mechanism.categories:
+        raise InvalidParameter(f"{name} must be < categories={mechanism.categories}, got {v}")
+    return v
+
+
+# -- discrete additive mechanisms (registered by name: their module may not be imported) ---------
+
+
+def _integer_neighbours(mechanism: Any, x: object, x_prime: object) -> bool:
+    a, b = _integer("x", x), _integer("x_prime", x_prime)
+    return abs(a - b) <= float(mechanism.sensitivity)
+
+
+@register_law(
+    "DiscreteLaplace", neighbours=_integer_neighbours, relation="integers at most Δ apart"
+)
+def _discrete_laplace_law(mechanism: Any, x: object) -> ShiftLaw:
+    return ShiftLaw(DiscreteLaplaceNoise(float(mechanism.scale)), _integer("x", x))
+
+
+@register_law(
+    "DiscreteGaussian", neighbours=_integer_neighbours, relation="integers at most Δ apart"
+)
+def _discrete_gaussian_law(mechanism: Any, x: object) -> ShiftLaw:
+    return ShiftLaw(DiscreteGaussianNoise(float(mechanism.sigma)), _integer("x", x))
+
+
+_register_selection()
+_register_randomized_response()

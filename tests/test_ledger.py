@@ -1,0 +1,629 @@
+"""The durable ledger: descriptions, file format, corruption handling, crash safety.
+
+Expected values come from the documented format (docs/ledger.md) read with the standard ``sqlite3``
+and ``json`` modules, never from the ledger's own reading of itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import json
+import math
+import multiprocessing
+import os
+import signal
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import sharpdp as sdp
+from sharpdp import _serialize
+from sharpdp import mechanisms as mech
+from sharpdp.accountant import Accountant
+from sharpdp.composition import compose
+from sharpdp.guarantees import Guarantee
+from sharpdp.ledger import FORMAT_NAME, SCHEMA_VERSION, History, Ledger
+
+INF = math.inf
+
+# One or more instances of every guarantee and mechanism type of sharpdp (edge values included).
+EXAMPLES: list[Guarantee] = [
+    sdp.PureDP(1.0),
+    sdp.PureDP(0.0),
+    sdp.PureDP(INF),
+    sdp.ApproxDP(0.5, 1e-6),
+    sdp.ApproxDP(INF, 0.0),
+    sdp.ZCDP(0.1),
+    sdp.ZCDP(0.25, -0.25),
+    sdp.ZCDP(INF),
+    sdp.ApproxZCDP(0.1, 1e-7, 0.05),
+    sdp.MCDP(0.3, 0.2),
+    sdp.RDP((1.5, 2.0, INF), (0.1, 0.2, 3.0)),
+    sdp.BoundedRange(0.7),
+    sdp.GDP(1.25),
+    sdp.GDP(INF),
+    sdp.Laplace(2.0),
+    sdp.Laplace(0.5, sensitivity=3.0),
+    sdp.Gaussian(1.5, sensitivity=0.1),
+    sdp.RandomizedResponse(1.0),
+    sdp.RandomizedResponse(0.3, categories=7),
+    sdp.Exponential(0.5),
+    sdp.Exponential(0.5, sensitivity=2.0, monotonic=True),
+    sdp.PermuteAndFlip(1.0, monotonic=True),
+    sdp.ReportNoisyMax(0.3),
+    sdp.ReportNoisyMax(0.3, noise="exponential", sensitivity=2.0),
+    sdp.ReportNoisyMax(0.3, noise="laplace", monotonic=True),
+    sdp.TopK(3, 0.2),
+    sdp.TopK(1, 0.2, sensitivity=0.5, monotonic=True),
+    compose([(sdp.Gaussian(2.0), 3), sdp.Laplace(1.0)]),
+    compose([compose([sdp.PureDP(0.1)]), (sdp.Exponential(0.2), 2)], adaptive=False),
+]
+# Mechanisms being added to sharpdp (DESIGN.md) are covered as soon as they exist.
+for _name, _args in (("DiscreteLaplace", (2.0,)), ("DiscreteGaussian", (1.5,))):
+    if hasattr(mech, _name):
+        EXAMPLES.append(getattr(mech, _name)(*_args))
+
+
+GUARANTEE_MODULES = ("sharpdp.guarantees", "sharpdp.mechanisms", "sharpdp.composition")
+
+
+def library_types() -> dict[str, type[Guarantee]]:
+    """Every public concrete dataclass guarantee that sharpdp's guarantee, mechanism and composition
+    modules expose (found here by a walk of the subclass tree, independently of the registry)."""
+    found: dict[str, type[Guarantee]] = {}
+    stack: list[type[Guarantee]] = [Guarantee]
+    while stack:
+        cls = stack.pop()
+        for sub in cls.__subclasses__():
+            stack.append(sub)
+            module = inspect.getmodule(sub)
+            if (
+                sub.__module__.startswith(GUARANTEE_MODULES)
+                and dataclasses.is_dataclass(sub)
+                and not sub.__name__.startswith("_")
+                and getattr(module, sub.__name__, None) is sub
+            ):
+                found[sub.__name__] = sub
+    return found
+
+
+def file_bytes(path: Path) -> dict[str, bytes]:
+    """The ledger file and its SQLite side files, byte for byte."""
+    out = {}
+    for suffix in ("", "-wal", "-journal"):
+        p = Path(str(path) + suffix)
+        if p.exists():
+            out[suffix] = p.read_bytes()
+    return out
+
+
+def raw_rows(path: Path) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT * FROM spends ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+# -- descriptions ----------------------------------------------------------------------------------
+
+
+def test_every_library_type_has_an_example_and_is_registered() -> None:
+    types = library_types()
+    assert {type(g).__name__ for g in EXAMPLES} == set(types)
+    registry = _serialize.known_types()
+    for name, cls in types.items():
+        assert registry[name] is cls
+
+
+@pytest.mark.parametrize("item", EXAMPLES, ids=repr)
+def test_round_trip_of_every_type(item: Guarantee) -> None:
+    text = _serialize.dumps(item)
+    back = _serialize.loads(text)
+    assert type(back) is type(item)
+    assert back == item
+    obj = json.loads(text)
+    assert obj["type"] == type(item).__name__
+    # The params are the constructor's keywords (epsilon_/delta_ fields written epsilon/delta).
+    keywords = set(inspect.signature(type(item)).parameters)
+    assert set(obj["params"]) <= keywords
+    assert not any(k.endswith("_") for k in obj["params"])
+    # Canonical text: sorted keys, no whitespace; re-dumping the parsed object gives it back.
+    assert json.dumps(obj, sort_keys=True, separators=(",", ":")) == text
+
+
+def test_pinned_texts() -> None:
+    # The documented format (docs/ledger.md), written out by hand.
+    assert _serialize.dumps(sdp.PureDP(1.0)) == '{"params":{"epsilon":1.0},"type":"PureDP"}'
+    assert (
+        _serialize.dumps(sdp.ApproxDP(INF, 1e-6))
+        == '{"params":{"delta":1e-06,"epsilon":{"float":"inf"}},"type":"ApproxDP"}'
+    )
+    assert (
+        _serialize.dumps(sdp.ZCDP(0.125, -0.0625))
+        == '{"params":{"rho":0.125,"xi":-0.0625},"type":"ZCDP"}'
+    )
+    assert (
+        _serialize.dumps(sdp.RDP((2.0, INF), (1.0, 3.0)))
+        == '{"params":{"epsilons":[1.0,3.0],"function":null,"orders":[2.0,{"float":"inf"}]},'
+        '"type":"RDP"}'
+    )
+    gaussian = json.loads(_serialize.dumps(sdp.Gaussian(2.0)))
+    assert gaussian["type"] == "Gaussian"
+    assert gaussian["params"]["sigma"] == 2.0
+    assert gaussian["params"]["sensitivity"] == 1.0
+    # Readers accept any JSON spelling of the same description (whitespace, key order, ints).
+    assert _serialize.loads('{ "params" : { "epsilon" : 1 }, "type" : "PureDP" }') == sdp.PureDP(1)
+
+
+@given(
+    epsilon=st.floats(min_value=0.0, allow_nan=False),
+    delta=st.floats(min_value=0.0, max_value=1.0, exclude_max=True),
+    rho=st.floats(min_value=0.0, max_value=1e300),
+    mu=st.floats(min_value=0.0, allow_nan=False),
+)
+def test_round_trip_is_exact_for_any_float(
+    epsilon: float, delta: float, rho: float, mu: float
+) -> None:
+    for item in (
+        sdp.PureDP(epsilon),
+        sdp.ApproxDP(epsilon, delta),
+        sdp.ZCDP(rho, -rho),
+        sdp.GDP(mu),
+    ):
+        back = _serialize.loads(_serialize.dumps(item))
+        assert back == item
+        assert all(
+            math.copysign(1.0, getattr(back, f.name)) == math.copysign(1.0, getattr(item, f.name))
+            for f in dataclasses.fields(item)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Custom(Guarantee):
+    epsilon_: float
+    notion: ClassVar[str] = "custom"
+
+    def __init__(self, epsilon: float) -> None:
+        object.__setattr__(self, "epsilon_", float(epsilon))
+
+    def _renyi(self, alpha: float) -> float:
+        return self.epsilon_
+
+
+@dataclass(frozen=True, slots=True)
+class _Lossy(Guarantee):
+    # Its constructor does not reproduce the object: it cannot be described faithfully.
+    value: float
+
+    def __init__(self, value: float) -> None:
+        object.__setattr__(self, "value", 2.0 * value)
+
+
+def test_cannot_describe() -> None:
+    with pytest.raises(sdp.InvalidParameter, match="function"):
+        _serialize.dumps(sdp.RDP.from_function(lambda a: 0.1 * a))
+    with pytest.raises(sdp.InvalidParameter, match="not registered"):
+        _serialize.dumps(_Custom(0.5))
+    with pytest.raises(sdp.InvalidParameter, match="guarantee"):
+        _serialize.dumps(1.0)  # type: ignore[arg-type]
+    with pytest.raises(sdp.InvalidParameter, match="name is required"):
+        _serialize.register_type(_Lossy)
+    _serialize.register_type(_Lossy, name="tests.Lossy")
+    with pytest.raises(sdp.InvalidParameter, match="faithfully"):
+        _serialize.dumps(_Lossy(1.0))
+    with pytest.raises(sdp.InvalidParameter, match="already registered"):
+        _serialize.register_type(_Custom, name="Gaussian")
+    with pytest.raises(sdp.InvalidParameter, match="dataclass"):
+        _serialize.register_type(Guarantee, name="x")
+
+
+def test_registered_user_type_round_trips() -> None:
+    _serialize.register_type(_Custom, name="tests.Custom")
+    item = _Custom(0.25)
+    text = _serialize.dumps(item)
+    assert json.loads(text) == {"type": "tests.Custom", "params": {"epsilon": 0.25}}
+    assert _serialize.loads(text) == item
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        "[]",
+        '{"type": "PureDP"}',
+        '{"type": "NoSuchType", "params": {}}',
+        '{"type": "PureDP", "params": {"epsilon": -1.0}}',
+        '{"type": "PureDP", "params": {"eps": 1.0}}',
+        '{"type": "PureDP", "params": {"epsilon": NaN}}',
+        '{"type": "PureDP", "params": {"epsilon": Infinity}}',
+        '{"type": "PureDP", "params": {"epsilon": {"float": "huge"}}}',
+        '{"type": 3, "params": {}}',
+        '{"type": "PureDP", "params": [1.0]}',
+    ],
+)
+def test_bad_descriptions(text: str) -> None:
+    with pytest.raises(sdp.InvalidParameter):
+        _serialize.loads(text)
+
+
+# -- the file --------------------------------------------------------------------------------------
+
+
+def test_new_ledger_format(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        assert ledger.path == str(path)
+    assert path.read_bytes()[:16] == b"SQLite format 3\x00"
+    assert path.read_bytes()[18:20] == b"\x02\x02"  # WAL (file format versions 2)
+    assert [p.name for p in tmp_path.iterdir()] == ["l.sqlite"]  # no temporary file left
+    conn = sqlite3.connect(path)
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    assert meta["format"] == FORMAT_NAME == "sharpdp-ledger"
+    assert meta["schema_version"] == str(SCHEMA_VERSION) == "1"
+    assert meta["created_by"] == f"sharpdp {sdp.__version__}"
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(spends)").fetchall()]
+    assert columns == [
+        "id",
+        "analyst",
+        "period",
+        "item",
+        "count",
+        "created_at",
+        "measure",
+        "at_delta",
+        "spent_after",
+        "budget",
+        "library_version",
+    ]
+    conn.close()
+
+
+def test_rows_follow_the_documented_format(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    with Accountant(sdp.ApproxDP(5.0, 1e-6), ledger=path, analyst="ana", period="2026-01") as acc:
+        entry = acc.spend(sdp.Gaussian(4.0), count=3)
+    (row,) = raw_rows(path)
+    rid, analyst, period, item, count, created, measure, at_delta, spent, budget, version = row
+    assert (rid, analyst, period, count, measure, at_delta) == (
+        1,
+        "ana",
+        "2026-01",
+        3,
+        "epsilon",
+        1e-6,
+    )
+    description = json.loads(item)
+    assert description["type"] == "Gaussian"
+    assert description["params"]["sigma"] == 4.0
+    assert json.loads(budget) == {"type": "ApproxDP", "params": {"epsilon": 5.0, "delta": 1e-6}}
+    assert version == sdp.__version__
+    assert spent == entry.spent_after
+    assert entry.timestamp.isoformat(timespec="microseconds") == created
+    assert created.endswith("+00:00")
+
+
+def test_in_memory_ledger() -> None:
+    for target in (None, ":memory:"):
+        with Ledger(target) as ledger:
+            assert ledger.path is None
+            empty = ledger.history("a", "all")
+            assert (empty.analyst, empty.period, empty.last_id, empty.entries) == ("a", "all", 0, 0)
+            assert empty.items == ()
+            acc = Accountant(sdp.PureDP(1.0), ledger=ledger, analyst="a")
+            acc.spend(sdp.PureDP(0.5))
+            assert ledger.history("a", "all").items == ((sdp.PureDP(0.5), 1),)
+
+
+def test_entries_and_accounts(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        for analyst, period in [("b", "p1"), ("a", "p2"), ("a", "p1"), ("b", "p1")]:
+            Accountant(sdp.PureDP(9.0), ledger=ledger, analyst=analyst, period=period).spend(
+                sdp.PureDP(0.5)
+            )
+        assert ledger.accounts() == (("a", "p1"), ("a", "p2"), ("b", "p1"))
+        assert [e.id for e in ledger.entries()] == [1, 2, 3, 4]
+        assert [e.id for e in ledger.entries("b")] == [1, 4]
+        assert [e.id for e in ledger.entries(period="p1")] == [1, 3, 4]
+        assert [e.id for e in ledger.entries("a", "p1")] == [3]
+        history = ledger.history("b", "p1")
+        assert (history.last_id, history.entries, history.items) == (4, 2, ((sdp.PureDP(0.5), 2),))
+
+
+def test_create_false_and_bad_paths(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.sqlite"
+    with pytest.raises(sdp.LedgerError, match="does not exist"):
+        Ledger(missing, create=False)
+    assert not missing.exists()
+    with pytest.raises(sdp.LedgerError, match="directory"):
+        Ledger(tmp_path / "no" / "such" / "dir.sqlite")
+    with pytest.raises(sdp.LedgerError, match="regular file"):
+        Ledger(tmp_path)
+    with pytest.raises(sdp.InvalidParameter, match="path"):
+        Ledger(3)  # type: ignore[arg-type]
+    with pytest.raises(sdp.InvalidParameter, match="timeout"):
+        Ledger(None, timeout=-1.0)
+
+
+def test_creation_without_hard_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_link(src: str, dst: str) -> None:
+        raise PermissionError("hard links are not supported here")
+
+    monkeypatch.setattr(os, "link", no_link)
+    path = tmp_path / "l.sqlite"
+    with Accountant(sdp.PureDP(1.0), ledger=path) as acc:
+        acc.spend(sdp.PureDP(0.25))
+    assert len(raw_rows(path)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.sqlite"]
+
+
+# -- corrupted and foreign files: LedgerError, file untouched --------------------------------------
+
+
+def _valid_ledger(path: Path, spends: int = 40) -> None:
+    with Accountant(sdp.PureDP(100.0), ledger=path, analyst="x") as acc:
+        for i in range(spends):
+            acc.spend(sdp.Laplace(1.0 + i))
+
+
+def _edit(path: Path, *statements: str) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA ignore_check_constraints = ON")
+    for statement in statements:
+        conn.execute(statement)
+    conn.close()
+
+
+def _random_bytes(path: Path) -> None:
+    path.write_bytes(np.random.default_rng(1).bytes(8192))
+
+
+def _random_after_magic(path: Path) -> None:
+    path.write_bytes(b"SQLite format 3\x00" + np.random.default_rng(2).bytes(8192 - 16))
+
+
+@functools.cache
+def _multi_page_ledger() -> bytes:
+    """The bytes of a valid ledger of 300 rows (many pages), built once."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "big.sqlite"
+        with Ledger(path) as ledger:
+            for i in range(300):
+                ledger.append(
+                    "x",
+                    "all",
+                    sdp.Laplace(1.0 + i),
+                    1,
+                    budget=sdp.PureDP(1000.0),
+                    measure="epsilon",
+                    at_delta=0.0,
+                    decide=lambda history: float(history.entries + 1),
+                )
+        return path.read_bytes()
+
+
+def _truncated(fraction: float) -> Callable[[Path], None]:
+    def make(path: Path) -> None:
+        data = _multi_page_ledger()
+        path.write_bytes(data[: int(len(data) * fraction)])
+
+    return make
+
+
+def _truncated_to_page(path: Path) -> None:
+    data = _multi_page_ledger()
+    assert len(data) >= 8 * 4096
+    path.write_bytes(data[: len(data) - 4096])
+
+
+def _foreign_sqlite(path: Path) -> None:
+    _edit(path, "CREATE TABLE t (x INTEGER)", "INSERT INTO t VALUES (1)")
+
+
+def _empty_sqlite(path: Path) -> None:
+    _edit(path, "CREATE TABLE t (x)", "DROP TABLE t")
+
+
+def _row_edit(*statements: str) -> Callable[[Path], None]:
+    def make(path: Path) -> None:
+        _valid_ledger(path)
+        _edit(path, *statements)
+
+    return make
+
+
+CORRUPTIONS: dict[str, tuple[Callable[[Path], object], str]] = {
+    "empty file": (lambda p: p.write_bytes(b""), "empty"),
+    "random bytes": (_random_bytes, "not an SQLite"),
+    "random after SQLite magic": (_random_after_magic, "corrupt|not a database|malformed"),
+    "truncated to 1/2": (_truncated(0.5), "corrupt"),
+    "truncated by 1 byte": (_truncated(0.9999), "corrupt"),
+    "truncated to a page boundary": (_truncated_to_page, "corrupt|malformed"),
+    "SQLite without our tables": (_foreign_sqlite, "not a sharpdp ledger"),
+    "SQLite with no tables": (_empty_sqlite, "not a sharpdp ledger"),
+    "bad JSON in a row": (_row_edit("UPDATE spends SET item = '{bad json' WHERE id = 7"), "row 7"),
+    "unknown type in a row": (
+        _row_edit("""UPDATE spends SET item = '{"type":"Nope","params":{}}' WHERE id = 3"""),
+        "row 3",
+    ),
+    "invalid parameter in a row": (
+        _row_edit(
+            """UPDATE spends SET item = '{"type":"Laplace","params":{"scale":-1.0}}' WHERE id = 9"""
+        ),
+        "row 9",
+    ),
+    "bad budget in a row": (_row_edit("UPDATE spends SET budget = 'x' WHERE id = 2"), "row 2"),
+    "zero count": (_row_edit("UPDATE spends SET count = 0 WHERE id = 5"), "CHECK|row 5"),
+    "text count": (_row_edit("UPDATE spends SET count = 'two' WHERE id = 5"), "CHECK|row 5"),
+    "bad timestamp": (_row_edit("UPDATE spends SET created_at = 'noon' WHERE id = 4"), "row 4"),
+    "text reading": (_row_edit("UPDATE spends SET spent_after = 'lots' WHERE id = 4"), "row 4"),
+    "newer schema": (
+        _row_edit("UPDATE meta SET value = '2' WHERE key = 'schema_version'"),
+        "newer",
+    ),
+    "unknown schema": (
+        _row_edit("UPDATE meta SET value = 'v1' WHERE key = 'schema_version'"),
+        "schema version",
+    ),
+    "other format": (_row_edit("UPDATE meta SET value = 'other' WHERE key = 'format'"), "format"),
+    "missing spends table": (_row_edit("DROP TABLE spends"), "no spends table"),
+    "extra column": (_row_edit("ALTER TABLE spends ADD COLUMN extra TEXT"), "columns"),
+}
+
+
+@pytest.mark.parametrize("case", list(CORRUPTIONS))
+def test_corrupted_files_raise_and_are_untouched(tmp_path: Path, case: str) -> None:
+    make, message = CORRUPTIONS[case]
+    path = tmp_path / "bad.sqlite"
+    make(path)
+    before = file_bytes(path)
+    with pytest.raises(sdp.LedgerError, match=message):
+        Ledger(path)
+    with pytest.raises(sdp.LedgerError):
+        Accountant(sdp.PureDP(1.0), ledger=path)
+    assert file_bytes(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.sqlite"]
+
+
+def test_corrupt_row_written_later_is_caught_and_nothing_is_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    acc = Accountant(sdp.PureDP(10.0), ledger=path, analyst="x")
+    acc.spend(sdp.PureDP(0.5))
+    # Another tool appends a row that does not decode, after this accountant validated the file.
+    conn = sqlite3.connect(path, isolation_level=None)
+    row = conn.execute("SELECT * FROM spends").fetchone()
+    conn.execute(
+        "INSERT INTO spends (analyst, period, item, count, created_at, measure, at_delta, "
+        "spent_after, budget, library_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ("x", "all", '{"type":"Nope","params":{}}', *row[4:]),
+    )
+    conn.close()
+    rows = raw_rows(path)
+    with pytest.raises(sdp.LedgerError, match="row 2"):
+        acc.spend(sdp.PureDP(0.5))
+    with pytest.raises(sdp.LedgerError, match="row 2"):
+        acc.epsilon(0.0)
+    assert raw_rows(path) == rows
+    acc.close()
+
+
+# -- append is all or nothing ----------------------------------------------------------------------
+
+
+def test_refused_append_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    ledger = Ledger(path)
+    seen: list[History] = []
+
+    def refuse(history: History) -> float:
+        seen.append(history)
+        raise sdp.BudgetExceeded("no")
+
+    def accept(history: History) -> float:
+        return 0.5
+
+    kwargs: dict[str, Any] = {"budget": sdp.PureDP(1.0), "measure": "epsilon", "at_delta": 0.0}
+    ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=accept, **kwargs)
+    before, rows = file_bytes(path), raw_rows(path)
+    with pytest.raises(sdp.BudgetExceeded):
+        ledger.append("a", "all", sdp.PureDP(0.5), 2, decide=refuse, **kwargs)
+    assert seen[0].items == ((sdp.PureDP(0.5), 1),)
+    assert file_bytes(path) == before
+    assert raw_rows(path) == rows
+    # A NaN reading is a bug, never recorded.
+    with pytest.raises(sdp.NumericalError):
+        ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=lambda h: math.nan, **kwargs)
+    assert raw_rows(path) == rows
+    for bad in (
+        {"measure": "delta"},
+        {"measure": "rho"},  # rho readings have no at_delta
+        {"at_delta": None},
+    ):
+        with pytest.raises(sdp.InvalidParameter):
+            ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=accept, **(kwargs | bad))
+    assert raw_rows(path) == rows
+    ledger.close()
+
+
+# -- crash safety: SIGKILL during spend() ----------------------------------------------------------
+
+# The child runs this source with ``exec`` (a target that any start method can pickle by reference,
+# unlike a function defined in a test module imported by pytest).
+_SPENDER = """
+import sharpdp as sdp
+from sharpdp.accountant import Accountant
+
+acc = Accountant(budget=sdp.PureDP(1e9), ledger=PATH, analyst="child")
+acc.would_fit(sdp.Laplace(SCALE))  # first evaluations warm up lazily loaded numerics
+conn.send(("ready", 0))
+while True:
+    entry = acc.spend(sdp.Laplace(SCALE), count=1)
+    conn.send(("spent", entry.id))  # reported only after spend() returned
+"""
+
+
+def _context() -> Any:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["sharpdp.accountant"])  # fast children (ignored once started)
+    return ctx
+
+
+def test_sigkill_during_spend_never_loses_a_reported_spend(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    ctx = _context()
+    rng = np.random.default_rng(20260101)
+    reported: set[int] = set()
+    for trial in range(6):
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(
+            target=exec, args=(_SPENDER, {"PATH": str(path), "SCALE": 1.0 + trial, "conn": child})
+        )
+        proc.start()
+        child.close()
+        assert parent.poll(60), "child did not start"
+        assert parent.recv() == ("ready", 0)
+        time.sleep(float(rng.uniform(0.02, 0.25)))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join(30)
+        assert proc.exitcode == -signal.SIGKILL
+        this_trial: set[int] = set()
+        while True:
+            try:
+                kind, rid = parent.recv()
+            except EOFError:  # end of the pipe (a message cut by the kill is not a report)
+                break
+            assert kind == "spent"
+            this_trial.add(rid)
+        parent.close()
+        assert this_trial, "the child was killed before its first spend: lengthen the delay"
+        reported |= this_trial
+        # Opening validates the whole file (structure, every row); then compare with the reports.
+        with Ledger(path) as ledger:
+            entries = ledger.entries("child")
+        ids = [e.id for e in entries]
+        assert ids == sorted(set(ids))
+        assert reported <= set(ids)
+        # At most one spend per killed child was committed without being reported.
+        assert len(ids) - len(reported) <= trial + 1
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert conn.execute("SELECT COUNT(*) FROM spends WHERE count != 1").fetchone() == (0,)
+        conn.close()
+    # After all the crashes the ledger still takes spends, and the odometer counts every row.
+    with Accountant(sdp.PureDP(1e9), ledger=path, analyst="child") as acc:
+        acc.spend(sdp.PureDP(1.0))
+        scales = [e.item.scale for e in acc.history()[:-1]]  # type: ignore[attr-defined]
+        expected = sum(1.0 / s for s in scales) + 1.0  # pure DP of Laplace(b) is 1/b; compose adds
+        assert acc.epsilon(0.0) == pytest.approx(expected, rel=1e-12)
