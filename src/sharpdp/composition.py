@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import functools
 import math
-from fractions import Fraction
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
