@@ -99,7 +99,7 @@ def test_explain_lists_every_analysis_and_the_winner() -> None:
     ex = compose([(sdp.PureDP(0.1), 50)]).explain(delta=1e-6)
     names = [r.name for r in ex.rows]
     assert {"kov", "rdp", "zcdp", "basic", "advanced"} <= set(names)
-    assert ex.winner.name == "kov"
+    assert ex.winner.name in {"kov", "pld"}  # both exact up to rounding (KOV rounds up by 1e-9)
     assert ex.runner_up is not None
     assert ex.runner_up.value is not None
     assert ex.runner_up.value >= ex.winner.value  # type: ignore[operator]

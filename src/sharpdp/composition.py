@@ -539,3 +539,30 @@ def max_compositions(item: Guarantee, budget: Guarantee, adaptive: bool = True) 
         else:
             hi = mid
     return lo
+
+
+@analysis("pld", "Privacy loss distributions: connect-the-dots discretisation + FFT (Doroshenko et al. 2022)")
+def _pld(items: Items, adaptive: bool) -> Guarantee:
+    from sharpdp import loss
+
+    for g, _ in items:
+        if not loss.supports(g):
+            raise NotImplied(f"no dominating pair is registered for {g!r}")
+    return _PLDGuarantee(items)
+
+
+@dataclass(frozen=True)
+class _PLDGuarantee(Guarantee):
+    items: Items
+    notion: ClassVar[str] = "PLD composition"
+
+    def _result(self) -> object:
+        from sharpdp import loss
+
+        return loss.compose_pld(list(self.items))
+
+    def _epsilon(self, delta: float) -> float:
+        return float(self._result().epsilon(delta))  # type: ignore[attr-defined]
+
+    def _delta(self, epsilon: float) -> float:
+        return float(self._result().delta(epsilon))  # type: ignore[attr-defined]

@@ -1,0 +1,820 @@
+"""Dominating pairs of privacy loss and their exact contents on a grid of loss values.
+
+A dominating pair (P, Q) is described by the law of its privacy loss L = log(P/Q)(Y), Y ~ P: a
+finite part (atoms and/or a density) and a mass ``inf_mass`` at L = +∞. Every pair here is
+*symmetric*: the law of L under P equals the law of −L under Q (a measure-preserving relabelling of
+the outcomes swaps P and Q), so the pair dominates a mechanism in both orders of a neighbouring pair
+at once, and its profile obeys δ(−ε) = 1 − e^{−ε} + e^{−ε} δ(ε).
+
+The discretisations (:mod:`sharpdp._pld_grid`) need, for a grid of nodes t_i = i·h + φ,
+i = lo..hi (the phase φ puts a pair's heaviest atom on a node), the following exact functionals of
+the law of L under P ("grid contents"):
+
+* ``atoms[i]``: P[L = t_i];
+* for each open cell (t_i, t_{i+1}): D_i = E_P[1 − e^{t_i − L}; cell] and U_i = E_P[e^{t_{i+1} − L} − 1;
+  cell] (both ≥ 0; P[cell] = (D_i + e^{−h} U_i)/(1 − e^{−h}));
+* below the grid: p_low = P[L < t_lo] and u_low = E_P[e^{t_lo − L} − 1; L < t_lo];
+* above the grid: eq_up = e^{t_hi} Q[t_hi < L < ∞] and d_up = E_P[1 − e^{t_hi − L}; t_hi < L < ∞];
+* p_inf = P[L = ∞].
+
+Each functional comes with an absolute error bound covering floating-point evaluation, assuming
+scipy's normal CDF/log-CDF are accurate to :data:`SPECIAL_ULPS` ulps (Cephes-based ``ndtr`` and
+``log_ndtr`` are accurate to a few ulps; the margin is deliberately generous). Narrow Gaussian
+cells are integrated by Gauss–Legendre quadrature with a Cauchy-estimate remainder instead (no
+cancellation). The loss values of atoms are the float ones computed from the (float) parameters;
+atoms within a few ulps of a node are put on it, and the discretised PLD carries a ``loss_margin``
+(8u·(max|L| + h) per pair) by which its reported ε is raised, covering both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from sharpdp import _divergences, _math
+from sharpdp.errors import InvalidParameter, NumericalError
+
+__all__ = [
+    "SPECIAL_ULPS",
+    "DominatingPair",
+    "FinitePair",
+    "GaussianPair",
+    "GridContents",
+    "LaplacePair",
+    "approx_dp_pair",
+    "discrete_gaussian_pair",
+    "discrete_laplace_pair",
+    "randomized_response_pair",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+U = 2.0**-53
+#: Accuracy assumed for scipy's special functions, in ulps (relative).
+SPECIAL_ULPS = 64.0
+_KAPPA = SPECIAL_ULPS * U
+#: Largest number of atoms materialised for a discrete Gaussian pair.
+MAX_ATOMS = 20_000_000
+
+
+@dataclass(slots=True)
+class GridContents:
+    """Exact functionals of the loss law on the grid t_i = i·h + phase, i = lo..hi (see the module
+    docstring; the node value is the float sum fl(i·h) + phase).
+
+    Every ``x`` has an ``x_err``: the true value lies in [x − x_err, x + x_err].
+    """
+
+    h: float
+    lo: int
+    hi: int
+    phase: float
+    atoms: FloatArray
+    atoms_err: FloatArray
+    d: FloatArray
+    d_err: FloatArray
+    u: FloatArray
+    u_err: FloatArray
+    p_low: float
+    p_low_err: float
+    u_low: float
+    u_low_err: float
+    eq_up: float
+    eq_up_err: float
+    d_up: float
+    d_up_err: float
+    p_inf: float
+
+    @classmethod
+    def empty(cls, h: float, lo: int, hi: int, phase: float, p_inf: float) -> GridContents:
+        """Contents with nothing in them (to be accumulated into)."""
+        n = hi - lo
+        z = np.zeros
+        return cls(
+            h, lo, hi, phase, z(n + 1), z(n + 1), z(n), z(n), z(n), z(n),
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, p_inf,
+        )  # fmt: skip
+
+
+class DominatingPair:
+    """Base class of symmetric dominating pairs, described by the law of the privacy loss.
+
+    Subclassing contract: implement :meth:`delta` (the exact profile for every real ε),
+    :meth:`log_mgf` (log E_P[e^{βL}; L < ∞]), :meth:`_range` (a loss interval holding all finite
+    mass but ≤ ``tail`` on each side) and :meth:`_contents` (the grid contents, with error bounds).
+    """
+
+    __slots__ = ()
+
+    #: Spacing of a lattice holding every atom of the loss law (grids aligned with it discretise
+    #: the atoms exactly), or None.
+    def lattice(self) -> float | None:
+        return None
+
+    @property
+    def inf_mass(self) -> float:
+        """P[L = ∞]."""
+        return 0.0
+
+    def delta(self, epsilon: float) -> float:  # pragma: no cover - abstract
+        """Exact privacy profile δ(ε) = E_P[(1 − e^{ε − L})_+] + P[L = ∞], any real ε (or ±inf)."""
+        raise NotImplementedError
+
+    def log_mgf(self, beta: FloatArray) -> FloatArray:  # pragma: no cover - abstract
+        """log E_P[e^{βL}; L < ∞] for each β (``inf`` where infinite)."""
+        raise NotImplementedError
+
+    def loss_bound(self) -> float:
+        """A bound on |L| over the finite atoms/support used (for rounding margins)."""
+        lo, hi = self._range(1e-300)
+        return max(abs(lo), abs(hi))
+
+    def mean(self) -> float:
+        """E_P[L | L < ∞] (the KL divergence when there is no mass at ∞)."""
+        b = np.array([-1e-4, 1e-4])
+        m = self.log_mgf(b)
+        return float((m[1] - m[0]) / 2e-4)
+
+    def variance(self) -> float:
+        """Var_P[L | L < ∞] (from a symmetric second difference of the log-MGF)."""
+        b = np.array([-1e-3, 0.0, 1e-3])
+        m = self.log_mgf(b)
+        return max(0.0, float((m[0] - 2.0 * m[1] + m[2]) / 1e-6))
+
+    def _range(self, tail: float) -> tuple[float, float]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _contents(
+        self, h: float, lo: int, hi: int, phase: float
+    ) -> GridContents:  # pragma: no cover
+        raise NotImplementedError
+
+    def anchor(self) -> float | None:
+        """The loss of the heaviest atom (aligned with a grid node by :meth:`phase`), or None."""
+        return None
+
+    def phase(self, h: float) -> float:
+        """The grid phase φ for spacing h: the anchor atom then lies exactly on the node
+        fl(i·h) + φ (φ = anchor − fl(i·h) with i = ⌊anchor/h⌋, a float in about [0, h))."""
+        a = self.anchor()
+        if a is None:
+            return 0.0
+        return a - math.floor(a / h) * h
+
+    def grid_range(self, h: float, tail: float, phase: float = 0.0) -> tuple[int, int]:
+        """Node indices lo < hi such that the grid covers the loss range of :meth:`_range`."""
+        a, b = self._range(tail)
+        lo = math.floor((a - phase) / h)
+        hi = math.ceil((b - phase) / h)
+        # make the float nodes fl(i·h) + φ really enclose [a, b] (the end atoms must not fall
+        # outside the grid by an ulp: the optimistic discretisation drops what lies below it)
+        while lo * h + phase > a:
+            lo -= 1
+        while hi * h + phase < b:
+            hi += 1
+        if hi <= lo:
+            hi = lo + 1
+        return lo, hi
+
+    def contents(self, h: float, lo: int, hi: int, phase: float = 0.0) -> GridContents:
+        """Grid contents on nodes lo..hi (validated: finite, non-negative values)."""
+        if not (h > 0.0 and math.isfinite(h)):
+            raise InvalidParameter(f"value_discretization must be > 0 and finite, got {h!r}")
+        c = self._contents(h, lo, hi, phase)
+        for name in ("atoms", "d", "u"):
+            arr = getattr(c, name)
+            if not np.all(np.isfinite(arr)):
+                raise NumericalError(f"grid contents {name} of {self!r} are not finite (a bug)")
+        return c
+
+
+# -------------------------------------------------------------------------------------------------
+# atoms
+
+
+def _add_atom(acc: GridContents, loss: float, m: float, rel_err: float) -> None:
+    """One atom, in scalar arithmetic: the same computation as :func:`_add_atoms` (faster for the
+    two or three atoms of randomized response and the Laplace mechanism)."""
+    h, lo, hi, ph = acc.h, acc.lo, acc.hi, acc.phase
+    t_lo, t_hi = lo * h + ph, hi * h + ph
+    ae = U * (abs(loss) + 2 * max(abs(t_lo), abs(t_hi))) + 4 * U * h
+    me = m * rel_err
+    if loss < t_lo:
+        term = math.expm1(t_lo - loss)
+        acc.p_low += m
+        acc.p_low_err += me + 4 * U * m
+        acc.u_low += m * term
+        acc.u_low_err += m * (term + 1.0) * (ae + 8 * U) + me * term
+        return
+    if loss > t_hi:
+        x = t_hi - loss
+        e = math.exp(x)
+        dterm = -math.expm1(x)
+        acc.eq_up += m * e
+        acc.eq_up_err += m * e * (ae + 8 * U) + me * e
+        acc.d_up += m * dterm
+        acc.d_up_err += m * (ae + 8 * U * dterm) + me * dterm
+        return
+    i = math.floor((loss - ph) / h)
+    if i * h + ph > loss:
+        i -= 1
+    if (i + 1) * h + ph <= loss:
+        i += 1
+    i = min(max(i, lo), hi)
+    snap = 4 * U * (abs(loss) + max(abs(t_lo), abs(t_hi)) + h)
+    if i < hi and ((i + 1) * h + ph) - loss <= snap:
+        i += 1
+    if abs((i * h + ph) - loss) <= snap:
+        acc.atoms[i - lo] += m
+        acc.atoms_err[i - lo] += me + 2 * U * m
+        return
+    if i >= hi:  # pragma: no cover - guarded by the on-node test at t_hi
+        raise NumericalError("atom above the grid in a cell (a bug)")
+    dterm = -math.expm1((i * h + ph) - loss)
+    uterm = math.expm1(((i + 1) * h + ph) - loss)
+    j = i - lo
+    acc.d[j] += m * dterm
+    acc.d_err[j] += m * (ae * (1.0 - dterm) + 4 * U * dterm) + me * dterm
+    acc.u[j] += m * uterm
+    acc.u_err[j] += m * (ae * (1.0 + uterm) + 4 * U * uterm) + me * uterm
+
+
+def _add_atoms(acc: GridContents, losses: FloatArray, masses: FloatArray, rel_err: float) -> None:
+    """Accumulate the contents of atoms (loss l, P-mass m) into ``acc`` (vectorised, exact).
+
+    The terms 1 − e^{t − l} and e^{t − l} − 1 are evaluated with ``expm1`` on arguments in (−h, h)
+    for in-grid atoms; their error comes from the float node value t = i·h (half an ulp of |t|) and
+    from ``expm1`` itself, both included with the masses' own relative error ``rel_err``.
+    """
+    h, lo, hi, ph = acc.h, acc.lo, acc.hi, acc.phase
+    keep = masses > 0.0
+    losses, masses = losses[keep], masses[keep]
+    if losses.size == 0:
+        return
+    if losses.size <= 8:
+        for loss_, mass in zip(losses.tolist(), masses.tolist(), strict=True):
+            _add_atom(acc, loss_, mass, rel_err)
+        return
+    t_lo, t_hi = lo * h + ph, hi * h + ph
+    arg_err = U * (np.abs(losses) + 2 * max(abs(t_lo), abs(t_hi))) + 4 * U * h
+    merr = masses * rel_err
+    low = losses < t_lo
+    up = losses > t_hi
+    mid = ~(low | up)
+    if low.any():
+        m, lo_l = masses[low], losses[low]
+        x = t_lo - lo_l
+        term = np.expm1(x)
+        acc.p_low += float(m.sum())
+        acc.p_low_err += float(merr[low].sum()) + 4 * U * float(m.sum())
+        acc.u_low += float((m * term).sum())
+        acc.u_low_err += float((m * (term + 1.0) * (arg_err[low] + 8 * U) + merr[low] * term).sum())
+    if up.any():
+        m, up_l = masses[up], losses[up]
+        x = t_hi - up_l
+        e = np.exp(x)
+        dterm = -np.expm1(x)
+        acc.eq_up += float((m * e).sum())
+        acc.eq_up_err += float((m * e * (arg_err[up] + 8 * U) + merr[up] * e).sum())
+        acc.d_up += float((m * dterm).sum())
+        acc.d_up_err += float((m * (arg_err[up] + 8 * U * dterm) + merr[up] * dterm).sum())
+    if mid.any():
+        m, l_mid, ae, me = masses[mid], losses[mid], arg_err[mid], merr[mid]
+        idx = np.floor((l_mid - ph) / h).astype(np.int64)
+        # make t_idx <= l < t_{idx+1} hold for the float node values t_i = fl(i·h) + phase
+        idx = np.where(idx * h + ph > l_mid, idx - 1, idx)
+        idx = np.where((idx + 1) * h + ph <= l_mid, idx + 1, idx)
+        idx = np.clip(idx, lo, hi)
+        # Atoms within a few ulps of a node are put on it (the float parameters define them only
+        # to that accuracy); the loss margin of the discretised PLD (8u(|L| + h)) covers the move
+        # in both directions.
+        snap = 4 * U * (np.abs(l_mid) + max(abs(t_lo), abs(t_hi)) + h)
+        near_up = (idx < hi) & (((idx + 1) * h + ph) - l_mid <= snap)
+        idx = np.where(near_up, idx + 1, idx)
+        on_node = np.abs((idx * h + ph) - l_mid) <= snap
+        if on_node.any():
+            j = idx[on_node] - lo
+            n_nodes = acc.atoms.size
+            acc.atoms += np.bincount(j, weights=m[on_node], minlength=n_nodes)
+            acc.atoms_err += np.bincount(
+                j, weights=me[on_node] + 2 * U * m[on_node], minlength=n_nodes
+            )
+        cell = ~on_node
+        if cell.any():
+            c = idx[cell]
+            if np.any(c >= hi):  # pragma: no cover - guarded by the on_node test at t_hi
+                raise NumericalError("atom above the grid in a cell (a bug)")
+            j = c - lo
+            mc, lc = m[cell], l_mid[cell]
+            dterm = -np.expm1((c * h + ph) - lc)
+            uterm = np.expm1(((c + 1) * h + ph) - lc)
+            derr = mc * (ae[cell] * (1.0 - dterm) + 4 * U * dterm) + me[cell] * dterm
+            uerr = mc * (ae[cell] * (1.0 + uterm) + 4 * U * uterm) + me[cell] * uterm
+            n_cells = acc.d.size
+            acc.d += np.bincount(j, weights=mc * dterm, minlength=n_cells)
+            acc.d_err += np.bincount(j, weights=derr, minlength=n_cells)
+            acc.u += np.bincount(j, weights=mc * uterm, minlength=n_cells)
+            acc.u_err += np.bincount(j, weights=uerr, minlength=n_cells)
+
+
+@dataclass(frozen=True, slots=True)
+class FinitePair(DominatingPair):
+    """A pair whose loss law has finitely many atoms (plus mass at +∞).
+
+    Args:
+        losses: the finite loss values of the atoms.
+        masses: their P-masses (> 0).
+        inf_mass_: P[L = ∞].
+        rel_err: a relative error bound on each listed mass.
+        tail_low: a bound on the P-mass of *unlisted* atoms below every listed loss, and
+            ``tail_low_q`` on their Q-mass; ``tail_high`` bounds the P-mass of unlisted atoms above
+            every listed loss (infinite lattices such as the discrete Gaussian are truncated).
+        lattice_: the atoms' lattice spacing, if any.
+        name: a label for ``repr``.
+    """
+
+    losses: tuple[float, ...]
+    masses: tuple[float, ...]
+    inf_mass_: float = 0.0
+    rel_err: float = 8 * U
+    tail_low: float = 0.0
+    tail_low_q: float = 0.0
+    tail_high: float = 0.0
+    lattice_: float | None = None
+    name: str = "finite pair"
+    _arrays: tuple[FloatArray, FloatArray] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        ls = np.asarray(self.losses, dtype=np.float64)
+        ms = np.asarray(self.masses, dtype=np.float64)
+        if ls.shape != ms.shape or ls.ndim != 1:
+            raise InvalidParameter("losses and masses must be 1-D sequences of the same length")
+        if not (np.all(np.isfinite(ls)) and np.all(np.isfinite(ms)) and np.all(ms >= 0.0)):
+            raise InvalidParameter("losses must be finite and masses finite and >= 0")
+        object.__setattr__(self, "_arrays", (ls, ms))
+
+    def __repr__(self) -> str:
+        return f"FinitePair({self.name}, {len(self.losses)} atoms, inf_mass={self.inf_mass_!r})"
+
+    def lattice(self) -> float | None:
+        return self.lattice_
+
+    @property
+    def inf_mass(self) -> float:
+        return self.inf_mass_
+
+    def delta(self, epsilon: float) -> float:
+        if epsilon == math.inf:
+            return self.inf_mass_
+        ls, ms = self._arrays
+        if epsilon == -math.inf:
+            return float(ms.sum()) + self.inf_mass_
+        above = ls > epsilon
+        value = float((ms[above] * -np.expm1(epsilon - ls[above])).sum()) + self.inf_mass_
+        return min(1.0, value)
+
+    def log_mgf(self, beta: FloatArray) -> FloatArray:
+        ls, ms = self._arrays
+        keep = ms > 0
+        if not keep.any():
+            return np.full(np.shape(beta), -np.inf)
+        logm = np.log(ms[keep])
+        b = np.asarray(beta, dtype=np.float64).reshape(-1, 1)
+        z = logm[None, :] + b * ls[keep][None, :]
+        top = z.max(axis=1, keepdims=True)
+        out = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
+        return np.asarray(out.reshape(np.shape(beta)), dtype=np.float64)
+
+    def loss_bound(self) -> float:
+        ls, _ = self._arrays
+        return float(np.abs(ls).max()) if ls.size else 0.0
+
+    def _range(self, tail: float) -> tuple[float, float]:
+        ls, ms = self._arrays
+        if not (ms > 0).any():
+            return 0.0, 0.0
+        live = ls[ms > 0]
+        return float(live.min()), float(live.max())
+
+    def anchor(self) -> float | None:
+        ls, ms = self._arrays
+        if ls.size == 0:
+            return None
+        return float(ls[int(np.argmax(ms))])
+
+    def _contents(self, h: float, lo: int, hi: int, phase: float) -> GridContents:
+        acc = GridContents.empty(h, lo, hi, phase, self.inf_mass_)
+        ls, ms = self._arrays
+        _add_atoms(acc, ls, ms, self.rel_err)
+        t_lo = lo * h + phase
+        acc.p_low_err += self.tail_low
+        acc.u_low_err += math.exp(min(t_lo, 700.0)) * self.tail_low_q
+        acc.eq_up_err += self.tail_high
+        acc.d_up_err += self.tail_high
+        return acc
+
+
+def randomized_response_pair(epsilon: float, categories: int = 2) -> DominatingPair:
+    """The pair of k-ary randomized response on two different true values.
+
+    Losses ε (P-mass e^ε/(e^ε + k − 1)), −ε (1/(e^ε + k − 1)) and 0 ((k − 2)/(e^ε + k − 1)).
+    Symmetric (swap the two true values). For k = 2 it dominates every ε-DP mechanism
+    [Kairouz–Oh–Viswanath 2015, Thm 2.4]: the PureDP pair.
+    """
+    if epsilon == math.inf:
+        return FinitePair((), (), 1.0, name="no privacy")
+    if epsilon == 0.0:
+        return FinitePair((0.0,), (1.0,), name="perfect privacy", lattice_=None)
+    k = categories
+    e = math.exp(-epsilon)
+    norm = 1.0 + (k - 1) * e
+    losses = [epsilon, -epsilon]
+    masses = [1.0 / norm, e / norm]
+    if k > 2:
+        losses.append(0.0)
+        masses.append((k - 2) * e / norm)
+    return FinitePair(
+        tuple(losses), tuple(masses), lattice_=epsilon, name=f"RR(ε={epsilon!r}, k={k})"
+    )
+
+
+def approx_dp_pair(epsilon: float, delta: float) -> DominatingPair:
+    """The four-point pair of (ε, δ)-DP [Kairouz–Oh–Viswanath 2015, Thm 2.4; Murtagh–Vadhan 2016].
+
+    P = (δ, (1−δ)e^ε/(1+e^ε), (1−δ)/(1+e^ε), 0), Q = (0, (1−δ)/(1+e^ε), (1−δ)e^ε/(1+e^ε), δ): mass δ
+    at loss +∞, then ε-randomized response with weight 1 − δ. Symmetric (reverse the outcomes); it
+    dominates every (ε, δ)-DP mechanism in both orders.
+    """
+    if epsilon == math.inf:
+        return FinitePair((), (), 1.0, name="no privacy")
+    if epsilon == 0.0:
+        return FinitePair((0.0,), (1.0 - delta,), delta, name=f"ApproxDP(0, {delta!r})")
+    e = math.exp(-epsilon)
+    w = 1.0 - delta
+    return FinitePair(
+        (epsilon, -epsilon),
+        (w / (1.0 + e), w * e / (1.0 + e)),
+        delta,
+        lattice_=epsilon,
+        name=f"ApproxDP(ε={epsilon!r}, δ={delta!r})",
+    )
+
+
+def discrete_laplace_pair(scale: float, sensitivity: int) -> DominatingPair:
+    """The pair (Z, Z + Δ) of discrete Laplace noise, P(z) ∝ exp(−|z|/scale), integer Δ ≥ 0.
+
+    Loss L(z) = (|z − Δ| − |z|)/scale: Δ/scale for z ≤ 0 (P-mass 1/(1 + e^{−1/scale})), −Δ/scale for
+    z ≥ Δ (P-mass e^{−Δ/scale}/(1 + e^{−1/scale})) and (Δ − 2z)/scale for 0 < z < Δ. Symmetric
+    (z ↦ Δ − z). The shift Δ is the worst case over shifts |d| ≤ Δ: for log-concave noise the loss
+    law of shift d is a post-processing of that of shift Δ (monotone likelihood ratio).
+    """
+    d = sensitivity
+    if d == 0:
+        return FinitePair((0.0,), (1.0,), name="perfect privacy")
+    if d + 1 > MAX_ATOMS:
+        raise NumericalError(
+            f"discrete Laplace with sensitivity={d} has too many atoms for the PLD accountant "
+            f"(> {MAX_ATOMS})"
+        )
+    a = 1.0 / scale
+    norm_top = 1.0 / (1.0 + math.exp(-a))
+    losses = [d * a, -d * a]
+    masses = [norm_top, math.exp(-d * a) * norm_top]
+    if d > 1:
+        z = np.arange(1, d, dtype=np.float64)
+        c = -math.expm1(-a) * norm_top  # (1 − e^{−a})/(1 + e^{−a})
+        losses.extend(((d - 2.0 * z) * a).tolist())
+        masses.extend((c * np.exp(-z * a)).tolist())
+    return FinitePair(
+        tuple(losses),
+        tuple(masses),
+        rel_err=16 * U * (1.0 + d * a),
+        lattice_=a,
+        name=f"DiscreteLaplace(scale={scale!r}, sensitivity={d})",
+    )
+
+
+def discrete_gaussian_pair(sigma: float, sensitivity: int, tail: float = 1e-40) -> DominatingPair:
+    """The pair (Z, Z + Δ) of discrete Gaussian noise, P(z) ∝ exp(−z²/(2σ²)), integer Δ ≥ 0.
+
+    Loss L(z) = ((z − Δ)² − z²)/(2σ²) = (Δ² − 2zΔ)/(2σ²), an atom for every integer z (truncated to
+    the z whose P-mass can exceed ``tail``; the rest is carried as an error bound). Symmetric
+    (z ↦ Δ − z); the shift Δ is the worst case over |d| ≤ Δ (log-concave noise, as for the
+    discrete Laplace).
+    """
+    d = sensitivity
+    if d == 0:
+        return FinitePair((0.0,), (1.0,), name="perfect privacy")
+    s2 = sigma * sigma
+    zmax = math.ceil(sigma * math.sqrt(2.0 * math.log(1.0 / tail)) + d + 1)
+    if 2 * zmax + d + 1 > MAX_ATOMS:
+        raise NumericalError(
+            f"discrete Gaussian with sigma={sigma!r} has too many atoms for the PLD accountant "
+            f"(> {MAX_ATOMS}); use the continuous Gaussian mechanism's analysis instead"
+        )
+    # z ∈ [−zmax, zmax + Δ]: closed under the reflection z ↦ Δ − z, so the listed atoms form a
+    # symmetric pair themselves
+    z = np.arange(-zmax, zmax + d + 1, dtype=np.float64)
+    logw = -(z * z) / (2.0 * s2)
+    top = logw.max()
+    w = np.exp(logw - top)
+    # Unlisted atoms |z| > zmax: ratio of consecutive weights <= e^{-zmax/σ²}.
+    r = math.exp(-zmax / s2) if zmax / s2 < 700 else 0.0
+    tail_w = math.exp(-((zmax + 1) ** 2) / (2.0 * s2) - top) / (1.0 - r) if r < 1.0 else math.inf
+    norm = float(w.sum())
+    masses = w / norm
+    losses = (d * d - 2.0 * z * d) / (2.0 * s2)
+    # Unlisted z > zmax + Δ (low losses): P-mass <= tail_w (z >= zmax + 1); their Q-mass (weights
+    # e^{−(z−Δ)²/2σ²}, z − Δ >= zmax + 1) also <= tail_w. Unlisted z < −zmax: P-mass <= tail_w.
+    tail_q = tail_w / norm
+    tail_p = tail_w / norm
+    return FinitePair(
+        tuple(losses.tolist()),
+        tuple(masses.tolist()),
+        # exp of an argument known to |logw|·u, and a pairwise sum for the normaliser
+        rel_err=16 * U * (4.0 + float(np.max(-logw))) + 32 * U * math.log2(2 * zmax + 2),
+        tail_low=tail_p,
+        tail_low_q=tail_q,
+        tail_high=tail_p,
+        lattice_=d / (2.0 * s2),
+        name=f"DiscreteGaussian(sigma={sigma!r}, sensitivity={d})",
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# Laplace
+
+
+@dataclass(frozen=True, slots=True)
+class LaplacePair(DominatingPair):
+    """The pair (Lap(0, b), Lap(Δ, b)), described by ε0 = Δ/b.
+
+    Loss law under P: an atom ε0 of mass 1/2 (y ≤ 0), an atom −ε0 of mass e^{−ε0}/2 (y ≥ Δ) and the
+    density (1/4)e^{(l − ε0)/2} on (−ε0, ε0) (y ∈ (0, Δ), l = (Δ − 2y)/b). Symmetric (y ↦ Δ − y);
+    profile δ(ε) = 1 − e^{(ε − ε0)/2} on [−ε0, ε0] (FORMULAS §6). On a cell (a, b) the density
+    integrates in closed form, without cancellation:
+    D = 2e^{(a − ε0)/2} sinh((a′ + b′ − 2a)/4) sinh((b′ − a′)/4) and
+    U = 2e^{(b − ε0)/2} sinh((2b − a′ − b′)/4) sinh((b′ − a′)/4), where (a′, b′) = (a, b) ∩ (−ε0, ε0).
+    """
+
+    epsilon0: float
+
+    def lattice(self) -> float | None:
+        return self.epsilon0
+
+    def delta(self, epsilon: float) -> float:
+        e0 = self.epsilon0
+        if epsilon >= e0:
+            return 0.0
+        if epsilon <= -e0:
+            return -math.expm1(epsilon) if epsilon > -math.inf else 1.0
+        return -math.expm1(0.5 * (epsilon - e0))
+
+    def log_mgf(self, beta: FloatArray) -> FloatArray:
+        e0 = self.epsilon0
+        b = np.asarray(beta, dtype=np.float64)
+        t1 = math.log(0.5) + b * e0
+        t2 = math.log(0.5) - e0 - b * e0
+        c = b + 0.5
+        x = np.abs(c) * e0
+        # (1/4)e^{−ε0/2}·2 sinh(c ε0)/c = (1/2) e^{−ε0/2} ε0 · sinh(x)/x, sinh(x)/x in log form
+        xs = np.maximum(x, 1e-300)
+        with np.errstate(divide="ignore"):
+            # log(sinh(x)/x) = x + log(1 − e^{−2x}) − log 2 − log x
+            log_shc = np.where(
+                x < 1e-8, 0.0, xs + np.log(-np.expm1(-2.0 * xs)) - math.log(2.0) - np.log(xs)
+            )
+        t3 = math.log(0.5) - 0.5 * e0 + math.log(e0) + log_shc
+        top = np.maximum(np.maximum(t1, t2), t3)
+        out = top + np.log(np.exp(t1 - top) + np.exp(t2 - top) + np.exp(t3 - top))
+        return np.asarray(out, dtype=np.float64)
+
+    def loss_bound(self) -> float:
+        return self.epsilon0
+
+    def anchor(self) -> float | None:
+        return self.epsilon0
+
+    def _range(self, tail: float) -> tuple[float, float]:
+        return -self.epsilon0, self.epsilon0
+
+    def _contents(self, h: float, lo: int, hi: int, phase: float) -> GridContents:
+        e0 = self.epsilon0
+        acc = GridContents.empty(h, lo, hi, phase, 0.0)
+        _add_atoms(acc, np.array([e0, -e0]), np.array([0.5, 0.5 * math.exp(-e0)]), 4 * U)
+        i = np.arange(lo, hi, dtype=np.float64)
+        a = i * h + phase
+        b = (i + 1.0) * h + phase
+        a2 = np.maximum(a, -e0)
+        b2 = np.minimum(b, e0)
+        live = b2 > a2
+        width = np.where(live, b2 - a2, 0.0)
+        s_w = np.sinh(width / 4.0)
+        d = 2.0 * np.exp((a - e0) / 2.0) * np.sinh((a2 + b2 - 2.0 * a) / 4.0) * s_w
+        u = 2.0 * np.exp((b - e0) / 2.0) * np.sinh((2.0 * b - a2 - b2) / 4.0) * s_w
+        d = np.where(live, d, 0.0)
+        u = np.where(live, u, 0.0)
+        # Relative error: a few ulps per elementary function, plus the node rounding (|t|·u, an
+        # absolute error in the exponents and in the sinh arguments, relative to width/4).
+        rel = 16 * U + U * (np.abs(a) + np.abs(b) + e0) * (1.0 + 4.0 / np.maximum(width, h))
+        acc.d += d
+        acc.d_err += d * rel
+        acc.u += u
+        acc.u_err += u * rel
+        return acc
+
+
+# -------------------------------------------------------------------------------------------------
+# Gaussian
+
+
+def _log_cell_mass(z1: FloatArray, z2: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """log(Φ(z2) − Φ(z1)) for z1 < z2 and a bound on its absolute error (vectorised).
+
+    Tails use log Φ of the side away from the mode, so masses down to 1e-300 keep full relative
+    accuracy; the error of log1mexp(d) is amplified by 1/(1 − e^{−d}), which is included.
+    """
+    from scipy.special import log_ndtr
+
+    upper = z1 >= 0.0
+    lower = z2 <= 0.0
+    mid = ~(upper | lower)
+    out = np.empty_like(z1)
+    err = np.empty_like(z1)
+    if upper.any():
+        la = log_ndtr(-z1[upper])
+        lb = log_ndtr(-z2[upper])
+        dd = la - lb
+        out[upper] = la + np.log(-np.expm1(-np.maximum(dd, 1e-300)))
+        amp = 1.0 / -np.expm1(-np.maximum(dd, 1e-300))
+        # ∂out/∂la = amp, ∂out/∂lb = −(amp − 1): each log-CDF has error κ(1 + |log Φ|)
+        err[upper] = _KAPPA * (
+            (1.0 + np.abs(la)) * amp + (1.0 + np.abs(lb)) * (amp - 1.0)
+        ) + 4 * U * np.abs(out[upper])
+    if lower.any():
+        la = log_ndtr(z2[lower])
+        lb = log_ndtr(z1[lower])
+        dd = la - lb
+        out[lower] = la + np.log(-np.expm1(-np.maximum(dd, 1e-300)))
+        amp = 1.0 / -np.expm1(-np.maximum(dd, 1e-300))
+        err[lower] = _KAPPA * (
+            (1.0 + np.abs(la)) * amp + (1.0 + np.abs(lb)) * (amp - 1.0)
+        ) + 4 * U * np.abs(out[lower])
+    if mid.any():
+        from scipy.special import ndtr
+
+        pa = ndtr(z1[mid])
+        pb = ndtr(z2[mid])
+        val = pb - pa
+        out[mid] = np.log(np.maximum(val, 1e-300))
+        err[mid] = _KAPPA * (pa + pb) / np.maximum(val, 1e-300) * 2.0
+    return out, err
+
+
+#: Cells narrower than this many standard deviations use quadrature (see below).
+_QUAD_WIDTH = 0.25
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
+#: Gauss–Legendre (n = 8) error constant (n!)^4/((2n + 1)((2n)!)^2), for the bound
+#: |error| ≤ w^{2n+1}·const·M/r^{2n}, M = max|f| on the disk of radius r around the cell
+#: (Cauchy's estimate |f^{(2n)}| ≤ (2n)!·M/r^{2n} in the classical remainder
+#: w^{2n+1}(n!)^4 f^{(2n)}/((2n+1)((2n)!)^3)).
+_GL_CONST = math.factorial(8) ** 4 / (17 * math.factorial(16) ** 2)
+
+
+def _gauss_cells_quadrature(
+    a: FloatArray, b: FloatArray, mu: float
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """D and U of the Gaussian loss law N(μ²/2, μ²) on cells (a, b), by 8-point Gauss–Legendre.
+
+    In z = (l − μ²/2)/μ, with s = z − z_a ∈ [0, w], w = (b − a)/μ:
+    D = ∫ φ(z_a + s)(1 − e^{−μs}) ds and U = ∫ φ(z_a + s)(e^{μ(w − s)} − 1) ds: integrals of
+    positive analytic functions, so no cancellation. Error bound (Cauchy's estimate on the disk of
+    radius r = min(1, 1/μ) around the cell): |φ| ≤ e^{r²/2}·e^{−d²/2}/√(2π) (d the distance from 0
+    to [z_a − r, z_b + r]) and |1 − e^{−μζ}|, |e^{μζ} − 1| ≤ μ(w + r)e^{μ(w + r)}, so
+    |error| ≤ w^{17}·const·M/r^{16}; plus 32 ulps for the float sums, plus the node rounding (half
+    an ulp of |t|, relative |t|u/(μw) after scaling). Used for w ≤ 1/4 and μw = h ≤ 1/2.
+    """
+    m = 0.5 * mu * mu
+    za = (a - m) / mu
+    w = (b - a) / mu
+    half = 0.5 * w
+    s_k = half[:, None] * (_GL_NODES[None, :] + 1.0)
+    phi = np.exp(-0.5 * (za[:, None] + s_k) ** 2) / math.sqrt(2.0 * math.pi)
+    wk = _GL_WEIGHTS[None, :]
+    d = half * (wk * phi * -np.expm1(-mu * s_k)).sum(axis=1)
+    u = half * (wk * phi * np.expm1(mu * (w[:, None] - s_k))).sum(axis=1)
+    zb = za + w
+    r = min(1.0, 1.0 / mu)  # disk radius (in z), so that μ·r <= 1
+    dist = np.where(
+        (za - r <= 0.0) & (zb + r >= 0.0), 0.0, np.minimum(np.abs(za - r), np.abs(zb + r))
+    )
+    big_m = math.exp(0.5 * r * r) * np.exp(-0.5 * dist * dist) / math.sqrt(2.0 * math.pi)
+    big_m = big_m * mu * (w + r) * np.exp(mu * (w + r))
+    quad = w**17 * _GL_CONST * big_m / r**16
+    node = U * (np.abs(a) + np.abs(b)) * (1.0 + 1.0 / np.maximum(mu * w, 1e-300))
+    d_err = d * (32 * U + 4 * node) + quad
+    u_err = u * (32 * U + 4 * node) + quad
+    return d, d_err, u, u_err
+
+
+@dataclass(frozen=True, slots=True)
+class GaussianPair(DominatingPair):
+    """The pair (N(0, 1), N(μ, 1)): μ-GDP, the Gaussian mechanism with μ = Δ/σ.
+
+    Loss law: N(μ²/2, μ²) under P and N(−μ²/2, μ²) under Q [Balle–Wang 2018; Dong–Roth–Su 2019].
+    Symmetric (y ↦ μ − y). Profile δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (FORMULAS §5).
+    """
+
+    mu: float
+
+    def delta(self, epsilon: float) -> float:
+        if epsilon == math.inf:
+            return 0.0
+        if epsilon == -math.inf:
+            return 1.0
+        if epsilon < 0.0:
+            # δ(ε) = 1 − e^ε + e^ε δ(−ε) (symmetric pair)
+            return min(1.0, -math.expm1(epsilon) + math.exp(epsilon) * self.delta(-epsilon))
+        return _math.exp_up(_divergences.gaussian_log_delta(self.mu, epsilon))
+
+    def log_mgf(self, beta: FloatArray) -> FloatArray:
+        b = np.asarray(beta, dtype=np.float64)
+        return np.asarray(0.5 * b * (1.0 + b) * self.mu * self.mu, dtype=np.float64)
+
+    def _range(self, tail: float) -> tuple[float, float]:
+        from scipy.special import ndtri
+
+        z = -float(ndtri(tail))
+        m = 0.5 * self.mu * self.mu
+        return m - z * self.mu, m + z * self.mu
+
+    def _contents(self, h: float, lo: int, hi: int, phase: float) -> GridContents:
+        mu = self.mu
+        acc = GridContents.empty(h, lo, hi, phase, 0.0)
+        i = np.arange(lo, hi, dtype=np.float64)
+        a = i * h + phase
+        b = (i + 1.0) * h + phase
+        if h / mu <= _QUAD_WIDTH and h <= 0.5:
+            d, d_err, u, u_err = _gauss_cells_quadrature(a, b, mu)
+            acc.d, acc.d_err, acc.u, acc.u_err = d, d_err, u, u_err
+        else:
+            self._cells_by_differences(acc, a, b, h)
+        self._tails(acc, lo * h + phase, hi * h + phase)
+        return acc
+
+    def _cells_by_differences(
+        self, acc: GridContents, a: FloatArray, b: FloatArray, h: float
+    ) -> None:
+        """D = P[cell] − e^a Q[cell], U = e^b Q[cell] − P[cell] from normal CDF differences (wide
+        cells: the cancellation costs at most a factor ~1/w² with w = h/μ ≥ 1/4)."""
+        mu = self.mu
+        m = 0.5 * mu * mu
+        # P[cell] and e^a Q[cell], in logs
+        lp, lp_err = _log_cell_mass((a - m) / mu, (b - m) / mu)
+        lq, lq_err = _log_cell_mass((a + m) / mu, (b + m) / mu)
+        node_err = U * (np.abs(a) + np.abs(b)) * (1.0 + 1.0 / mu)  # float node values
+        p = np.exp(lp)
+        eq = np.exp(a + lq)
+        p_err = p * np.expm1(np.minimum(lp_err + node_err + 2 * U, 10.0))
+        eq_err = eq * np.expm1(np.minimum(lq_err + node_err + 4 * U * (1.0 + np.abs(a)), 10.0))
+        ehm1 = math.expm1(h)
+        d = p - eq
+        u = eq * ehm1 + (eq - p)
+        d_err = p_err + eq_err + 2 * U * (p + eq)
+        u_err = p_err + eq_err * (1.0 + ehm1) + 4 * U * (p + eq * (1.0 + ehm1))
+        acc.d = np.maximum(d, 0.0)
+        acc.u = np.maximum(u, 0.0)
+        acc.d_err = d_err + np.maximum(-d, 0.0)
+        acc.u_err = u_err + np.maximum(-u, 0.0)
+
+    def _tails(self, acc: GridContents, t_lo: float, t_hi: float) -> None:
+        """Contents below t_lo and above t_hi, from normal tail probabilities (log scale)."""
+        from scipy.special import log_ndtr
+
+        mu = self.mu
+        m = 0.5 * mu * mu
+        # below the grid: p_low = Φ((t_lo − m)/μ), u_low = e^{t_lo} Φ((t_lo + m)/μ) − p_low
+        lpl = float(log_ndtr((t_lo - m) / mu))
+        lql = float(log_ndtr((t_lo + m) / mu)) + t_lo
+        p_low = math.exp(lpl)
+        eq_low = math.exp(lql) if lql < 700.0 else math.inf  # (u_low may be huge; not used)
+        acc.p_low = p_low
+        acc.p_low_err = p_low * (_KAPPA * (2.0 + abs(lpl)) + U * abs(t_lo))
+        acc.u_low = max(eq_low - p_low, 0.0)
+        acc.u_low_err = (eq_low + p_low) * (
+            _KAPPA * (2.0 + abs(lpl) + abs(lql)) + 2 * U * abs(t_lo)
+        ) + max(p_low - eq_low, 0.0)
+        # above the grid: P-tail and e^{t_hi} Q-tail
+        lpu = float(log_ndtr(-(t_hi - m) / mu))
+        lqu = float(log_ndtr(-(t_hi + m) / mu)) + t_hi
+        p_up = math.exp(lpu)
+        eq_up = math.exp(lqu)
+        acc.eq_up = eq_up
+        acc.eq_up_err = eq_up * (_KAPPA * (2.0 + abs(lqu)) + 2 * U * abs(t_hi))
+        acc.d_up = max(p_up - eq_up, 0.0)
+        acc.d_up_err = (p_up + eq_up) * (
+            _KAPPA * (2.0 + abs(lpu) + abs(lqu)) + 2 * U * abs(t_hi)
+        ) + max(eq_up - p_up, 0.0)

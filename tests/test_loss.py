@@ -1,0 +1,478 @@
+"""Privacy loss distributions (sharpdp.loss), tested from first principles.
+
+Expected values never come from sharpdp. They are computed in this file or in ``reference.py``:
+
+* composed finite pairs (randomized response, pure DP, the four-point (ε, δ)-DP pair) by brute-force
+  enumeration of every tuple of outcomes with mpmath: δ(ε) = Σ_y max(0, P(y) − e^ε Q(y));
+* the k-fold pure-DP profile by Kairouz–Oh–Viswanath / Murtagh–Vadhan's formula (FORMULAS §3a);
+* k-fold Gaussians by the closed form of √k·μ-GDP (FORMULAS §5) in mpmath;
+* the Laplace mechanism by FORMULAS §6, and the discrete Laplace/Gaussian by direct summation over
+  the integers;
+* the FFT error bound against an exact DFT computed in extended precision.
+
+The contract checked everywhere: optimistic ≤ exact ≤ pessimistic (never below the exact value),
+and close (the reported pessimistic value is within its certified bracket).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import mpmath as mp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sharpdp as sdp
+from reference import approx_dp_pair, gaussian_delta, hockey_stick, invert_profile, rr_pair
+from sharpdp import loss
+from sharpdp.errors import InvalidParameter, NotImplied
+from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
+
+mp.mp.dps = 40
+Dist = list[Any]
+
+
+# -------------------------------------------------------------------------------------------------
+# independent references
+
+
+def product_pair(pairs: Sequence[tuple[Dist, Dist]]) -> tuple[Dist, Dist]:
+    """The product of finite pairs (composition), by enumeration of outcome tuples."""
+    p_out: Dist = []
+    q_out: Dist = []
+    for combo in itertools.product(*[range(len(p)) for p, _ in pairs]):
+        pp = mp.mpf(1)
+        qq = mp.mpf(1)
+        for (p, q), i in zip(pairs, combo, strict=True):
+            pp *= p[i]
+            qq *= q[i]
+        p_out.append(pp)
+        q_out.append(qq)
+    return p_out, q_out
+
+
+def kov_delta(eps0: float, k: int, eps: Any) -> Any:
+    """δ of k-fold ε0-DP at ε [KOV15 Thm 3.3; MV16 Thm 1.5], FORMULAS §3a."""
+    e0 = mp.mpf(eps0)
+    total = mp.mpf(0)
+    for i in range(k + 1):
+        v = mp.e ** (i * e0) - mp.e ** mp.mpf(eps) * mp.e ** ((k - i) * e0)
+        if v > 0:
+            total += mp.binomial(k, i) * v
+    return total / (1 + mp.e**e0) ** k
+
+
+def laplace_delta(eps0: float, eps: Any) -> Any:
+    """FORMULAS §6: δ(ε) = 1 − e^{(ε−ε0)/2} on [−ε0, ε0], 0 above, 1 − e^ε below."""
+    e0, e = mp.mpf(eps0), mp.mpf(eps)
+    if e >= e0:
+        return mp.mpf(0)
+    if e <= -e0:
+        return -mp.expm1(e)
+    return -mp.expm1((e - e0) / 2)
+
+
+def _eps0(scale: float, sens: float) -> float:
+    """ε0 = Δ_eff/b of sdp.Laplace, whose query is rounded to the grid γℤ: Δ_eff = γ⌈Δ/γ⌉."""
+    gamma = sdp.Laplace(scale, sens).granularity
+    assert gamma is not None
+    return gamma * math.ceil(sens / gamma) / scale
+
+
+def discrete_laplace_delta(scale: float, sens: int, eps: Any) -> Any:
+    """Σ_z max(0, P(z) − e^ε P(z − Δ)), P(z) ∝ exp(−|z|/scale), summed over a wide window."""
+    t = mp.mpf(scale)
+    zmax = int(60 * scale) + sens + 10
+    norm = mp.fsum(mp.e ** (-abs(z) / t) for z in range(-zmax, zmax + 1))
+    f = mp.e ** mp.mpf(eps)
+    return mp.fsum(
+        max(0, mp.e ** (-abs(z) / t) - f * mp.e ** (-abs(z - sens) / t)) / norm
+        for z in range(-zmax, zmax + 1)
+    )
+
+
+def discrete_gaussian_delta(sigma: float, sens: int, eps: Any) -> Any:
+    """Σ_z max(0, P(z) − e^ε P(z − Δ)), P(z) ∝ exp(−z²/(2σ²)), summed over ±(14σ + Δ)."""
+    s2 = 2 * mp.mpf(sigma) ** 2
+    zmax = int(14 * sigma) + sens + 10
+    norm = mp.fsum(mp.e ** (-(z * z) / s2) for z in range(-zmax, zmax + 1))
+    f = mp.e ** mp.mpf(eps)
+    return mp.fsum(
+        max(0, mp.e ** (-(z * z) / s2) - f * mp.e ** (-((z - sens) ** 2) / s2)) / norm
+        for z in range(-zmax, zmax + 1)
+    )
+
+
+def profile_of(pld: loss.DiscretePLD, t: float) -> float:
+    """δ(t) = Σ_j m_j (1 − e^{t − l_j})_+ + m_∞ of a discretised PLD, any real t (numpy)."""
+    ls, ms = pld.losses, pld.masses
+    return float((ms * np.maximum(0.0, -np.expm1(t - ls))).sum()) + pld.inf_mass
+
+
+# -------------------------------------------------------------------------------------------------
+# 1. discretisation: optimistic ≤ exact ≤ pessimistic at every real ε (order lemma's hypothesis)
+
+
+PAIR_CASES: list[tuple[str, Any, Any]] = [
+    ("gaussian mu=0.8", sdp.GDP(0.8), lambda e: gaussian_delta(0.8, e)),
+    ("laplace eps0=0.37", sdp.Laplace(2.7), lambda e: laplace_delta(1 / 2.7, e)),
+    ("laplace eps0=1.3", sdp.Laplace(1.0, 1.3), lambda e: laplace_delta(_eps0(1.0, 1.3), e)),
+    ("rr eps=0.9", sdp.RandomizedResponse(0.9), lambda e: hockey_stick(*rr_pair(0.9), e)),
+    ("rr3 eps=1.2", sdp.RandomizedResponse(1.2, 3), lambda e: hockey_stick(*rr_pair(1.2, 3), e)),
+    ("pure eps=0.3", sdp.PureDP(0.3), lambda e: hockey_stick(*rr_pair(0.3), e)),
+    (
+        "approx",
+        sdp.ApproxDP(0.6, 0.01),
+        lambda e: hockey_stick(*approx_dp_pair(0.6, 0.01), e),
+    ),
+    ("dlap", DiscreteLaplace(2, 2), lambda e: discrete_laplace_delta(2.0, 2, e)),
+    ("dgauss", DiscreteGaussian(1.5, 1), lambda e: discrete_gaussian_delta(1.5, 1, e)),
+]
+
+
+@pytest.mark.parametrize(("label", "item", "exact"), PAIR_CASES, ids=[c[0] for c in PAIR_CASES])
+@pytest.mark.parametrize("h", [0.0137, 0.051])
+def test_discretisations_bracket_the_exact_profile_everywhere(
+    label: str, item: object, exact: Any, h: float
+) -> None:
+    ((pair, count),) = loss.dominating_pairs(item)
+    assert count == 1
+    pess = loss.discretise(pair, h, pessimistic=True)
+    opt = loss.discretise(pair, h, pessimistic=False)
+    for t in np.linspace(-3.0, 3.0, 25 if label.startswith("d") else 61):
+        ex = float(exact(float(t)))
+        dp, do = profile_of(pess, float(t)), profile_of(opt, float(t))
+        assert do <= ex + 1e-15, (label, t, do, ex)
+        assert dp >= ex - 1e-15, (label, t, dp, ex)
+        # connect the dots errs by O(h²) per unit density; atoms cost at most O(h) locally
+        assert dp - ex <= 0.02 * h / 0.05 + 1e-12
+        assert ex - do <= 0.05 * h / 0.05 + 1e-12
+    # total mass: connect-the-dots keeps it (up to its error margins); both are measures >= 0
+    assert np.all(pess.masses >= 0.0)
+    assert np.all(opt.masses >= 0.0)
+    assert float(pess.masses.sum()) + pess.inf_mass == pytest.approx(1.0, abs=1e-8)
+
+
+@pytest.mark.parametrize("eps0", [0.1, 0.04148387766219205, 0.7, 1.3])
+@pytest.mark.parametrize("n", [1, 5, 7])
+def test_atoms_on_the_grid_are_exact_on_both_sides(eps0: float, n: int) -> None:
+    """With h = ε0/n every atom of k-RR lies on a node (up to float rounding of the nodes): both
+    discretisations keep all the mass and reproduce the exact profile."""
+    ((pair, _),) = loss.dominating_pairs(sdp.RandomizedResponse(eps0, 4))
+    ref = rr_pair(eps0, 4)
+    h = eps0 / n
+    for pess in (True, False):
+        pld = loss.discretise(pair, h, pessimistic=pess)
+        assert float(pld.masses.sum()) == pytest.approx(1.0, abs=1e-9)
+        for t in (-eps0, -0.5 * eps0, 0.0, 0.3 * eps0, 0.99 * eps0):
+            assert profile_of(pld, t) == pytest.approx(float(hockey_stick(*ref, t)), abs=1e-9)
+
+
+def test_each_pair_is_symmetric() -> None:
+    """The law of L under Q (masses m e^{−L}) is the law of −L under P: the pair dominates both
+    orders of a neighbouring pair."""
+    for item in (
+        sdp.RandomizedResponse(0.7, 4),
+        sdp.ApproxDP(0.4, 0.02),
+        DiscreteLaplace(3, 4),
+        DiscreteGaussian(2, 3),
+    ):
+        ((pair, _),) = loss.dominating_pairs(item)
+        assert isinstance(pair, loss.FinitePair)
+        ls = np.array(pair.losses)
+        ms = np.array(pair.masses)
+        q = ms * np.exp(-ls)
+        order_p = np.argsort(ls)
+        order_q = np.argsort(-ls)
+        np.testing.assert_allclose(-ls[order_q], ls[order_p], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(q[order_q], ms[order_p], rtol=1e-9, atol=1e-300)
+    for item, mu_or_e0 in ((sdp.Gaussian(2.0), 0.5), (sdp.Laplace(2.0), 0.5)):
+        ((pair, _),) = loss.dominating_pairs(item)
+        for t in (0.05, 0.3, 1.0):
+            lhs = pair.delta(-t)
+            rhs = -math.expm1(-t) + math.exp(-t) * pair.delta(t)
+            assert lhs == pytest.approx(rhs, rel=1e-12), (item, t, mu_or_e0)
+
+
+# -------------------------------------------------------------------------------------------------
+# 2. composed finite pairs against brute-force enumeration
+
+
+def test_composed_rr_and_pure_dp_match_enumeration() -> None:
+    items = [
+        (sdp.RandomizedResponse(0.7, 3), 2),
+        (sdp.PureDP(0.45), 2),
+        (sdp.RandomizedResponse(1.1), 1),
+    ]
+    ref = product_pair([rr_pair(0.7, 3)] * 2 + [rr_pair(0.45)] * 2 + [rr_pair(1.1)])
+    for h in (0.0123, None):
+        result = loss.compose_pld(items, value_discretization=h)
+        for eps in (0.0, 0.4, 1.0, 1.7, 2.5, 3.5):
+            exact = float(hockey_stick(*ref, eps))
+            lo, hi = result.delta_bracket(eps)
+            assert lo <= exact <= hi, (h, eps, lo, exact, hi)
+            tol = 5e-3 if h is not None else 1e-4 * exact + 1e-12
+            assert hi - lo <= tol, (h, eps, lo, hi)
+        for d in (1e-2, 1e-4, 1e-6):
+            exact_eps = float(invert_profile(lambda e: hockey_stick(*ref, e), d))
+            lo, hi = result.epsilon_bracket(d)
+            assert lo <= exact_eps <= hi
+            if h is None:
+                assert hi - exact_eps <= 1e-4 * exact_eps
+
+
+def test_kov_formula_for_k_fold_pure_dp() -> None:
+    for eps0, k in ((0.1, 10), (0.5, 40), (1.0, 100)):
+        result = loss.compose_pld([(sdp.PureDP(eps0), k)])
+        for d in (1e-3, 1e-9):
+            exact = float(invert_profile(lambda e, eps0=eps0, k=k: kov_delta(eps0, k, e), d))
+            lo, hi = result.epsilon_bracket(d)
+            assert lo <= exact <= hi, (eps0, k, d, lo, exact, hi)
+            assert hi - exact <= 1e-6 * exact  # the atoms lie on the grid: nearly exact
+        for eps in (0.0, 0.5 * k * eps0**2, 2.0):
+            exact_d = float(kov_delta(eps0, k, eps))
+            lo, hi = result.delta_bracket(eps)
+            assert lo <= exact_d <= hi
+
+
+def test_approx_dp_infinite_mass_composes_exactly() -> None:
+    items = [(sdp.ApproxDP(0.5, 1e-3), 3), (sdp.ApproxDP(1.0, 1e-2), 2)]
+    ref = product_pair([approx_dp_pair(0.5, 1e-3)] * 3 + [approx_dp_pair(1.0, 1e-2)] * 2)
+    result = loss.compose_pld(items)
+    p_inf = 1 - (1 - mp.mpf("1e-3")) ** 3 * (1 - mp.mpf("1e-2")) ** 2
+    assert float(hockey_stick(*ref, math.inf)) == pytest.approx(float(p_inf), rel=1e-12)
+    assert result.delta(math.inf) == pytest.approx(float(p_inf), rel=1e-12)
+    assert result.delta(math.inf) >= float(p_inf) * (1 - 1e-15)
+    assert result.epsilon(float(p_inf) * 0.999) == math.inf
+    for eps in (0.0, 0.8, 2.0, 3.4):
+        exact = float(hockey_stick(*ref, eps))
+        lo, hi = result.delta_bracket(eps)
+        assert lo <= exact <= hi
+        assert hi - lo <= 1e-4 * hi
+    for d in (0.05, 0.025):
+        exact_eps = float(invert_profile(lambda e: hockey_stick(*ref, e), d))
+        lo, hi = result.epsilon_bracket(d)
+        assert lo <= exact_eps <= hi
+
+
+# -------------------------------------------------------------------------------------------------
+# 3. continuous mechanisms against closed forms
+
+
+@pytest.mark.parametrize(("sigma", "k"), [(1.0, 1), (5.0, 100), (20.0, 1000)])
+def test_k_fold_gaussian_is_sqrt_k_mu_gdp(sigma: float, k: int) -> None:
+    mu = math.sqrt(k) / sigma
+    result = loss.compose_pld([(sdp.Gaussian(sigma), k)])
+    for d in (1e-5, 1e-9):
+        exact = float(invert_profile(lambda e: gaussian_delta(mu, e), d))
+        lo, hi = result.epsilon_bracket(d)
+        assert lo <= exact <= hi, (sigma, k, d, lo, exact, hi)
+        assert hi - lo <= 1e-4 * hi  # certified accuracy
+    for eps in (0.5, 2.0):
+        exact_d = float(gaussian_delta(mu, eps))
+        lo, hi = result.delta_bracket(eps)
+        assert lo <= exact_d <= hi
+        assert hi - lo <= 1e-4 * hi
+
+
+@pytest.mark.parametrize(("scale", "sens"), [(10.0, 1.0), (0.8, 1.0), (3.0, 2.0)])
+def test_single_laplace_matches_formulas_section_6(scale: float, sens: float) -> None:
+    eps0 = _eps0(scale, sens)
+    result = loss.compose_pld([sdp.Laplace(scale, sens)])
+    for d in (0.3, 1e-2, 1e-4):
+        exact = max(0.0, eps0 + 2 * math.log1p(-d))
+        lo, hi = result.epsilon_bracket(d)
+        assert lo <= exact + 1e-15
+        assert exact <= hi
+        assert hi - lo <= 1e-4 * hi
+    for eps in (0.0, 0.3 * eps0, 0.9 * eps0, 1.1 * eps0):
+        exact_d = float(laplace_delta(eps0, eps))
+        lo, hi = result.delta_bracket(eps)
+        assert lo <= exact_d <= hi
+
+
+def test_discrete_laplace_and_gaussian_match_summation() -> None:
+    for item, exact in (
+        (DiscreteLaplace(3, 2), lambda e: discrete_laplace_delta(3.0, 2, e)),
+        (DiscreteGaussian(2, 1), lambda e: discrete_gaussian_delta(2.0, 1, e)),
+    ):
+        result = loss.compose_pld([item])
+        for eps in (0.0, 0.1, 0.3, 0.6):
+            ex = float(exact(eps))
+            lo, hi = result.delta_bracket(eps)
+            assert lo <= ex <= hi, (item, eps, lo, ex, hi)
+            assert hi - lo <= 1e-4 * hi + 1e-15
+
+
+def test_laplace_k_fold_is_certified_and_below_the_pure_dp_bound() -> None:
+    """500 × Laplace(b = 10): the bracket is within 1e-4, and ε0-Laplace being ε0-DP, the value
+    is below the (KOV) k-fold 0.1-DP value."""
+    result = loss.compose_pld([(sdp.Laplace(10.0), 500)])
+    lo, hi = result.epsilon_bracket(1e-6)
+    assert hi - lo <= 1e-4 * hi
+    # hi is below the KOV ε(1e-6) iff the (decreasing) KOV profile still exceeds 1e-6 at hi
+    assert 0.0 < lo <= hi
+    assert kov_delta(0.1, 500, hi) > 1e-6
+
+
+# -------------------------------------------------------------------------------------------------
+# 4. composition machinery
+
+
+def test_self_compose_equals_repeated_compose_and_tilts_agree() -> None:
+    pair = loss.LaplacePair(0.4)
+    h = 0.01
+    one = loss.discretise(pair, h)
+    repeated = one
+    for _ in range(4):
+        repeated = repeated.compose(one)
+    powered = one.self_compose(5)
+    ref = product_pair([rr_pair(0.4)] * 5)  # a lower bound: RR dominates... no: Laplace ≤ RR
+    for eps in (0.0, 0.5, 1.0, 1.6):
+        a, b = repeated.delta(eps), powered.delta(eps)
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-14)
+        assert a <= float(hockey_stick(*ref, eps)) + 1e-12  # ε0-Laplace is ε0-DP (KOV bound)
+    tilted = loss.discretise(pair, h, tilt=2.0).self_compose(5)
+    for eps in (0.5, 1.6):
+        assert tilted.delta(eps) == pytest.approx(powered.delta(eps), rel=1e-9, abs=1e-14)
+
+
+def test_fft_componentwise_error_bound() -> None:
+    """|fft(x)_ω − DFT(x)_ω| ≤ FFT_ULPS·u·log2(N)·Σ|x|, the bound the error tracking relies on."""
+    rng = np.random.default_rng(7)
+    u = 2.0**-53
+    for n in (16, 256, 1024):
+        for kind in ("uniform", "spiky", "geometric"):
+            if kind == "uniform":
+                x = rng.random(n)
+            elif kind == "spiky":
+                x = np.zeros(n)
+                x[rng.integers(0, n, 5)] = rng.random(5) * 10.0 ** rng.integers(-8, 1, 5)
+            else:
+                x = 0.5 ** np.arange(n)
+            got = np.fft.rfft(x)
+            pi = 4 * np.arctan(np.longdouble(1))
+            turns = np.outer(np.arange(n // 2 + 1), np.arange(n)) % n  # exact integers
+            ang = -2 * pi * turns.astype(np.longdouble) / n
+            exact = (np.cos(ang) @ x.astype(np.longdouble)) + 1j * (
+                np.sin(ang) @ x.astype(np.longdouble)
+            )
+            err = np.abs(got.astype(np.clongdouble) - exact).max()
+            assert float(err) <= loss.FFT_ULPS * u * math.log2(n) * float(np.abs(x).sum())
+
+
+def test_registry_and_decompositions() -> None:
+    assert loss.supports(sdp.Laplace(1.0))
+    assert loss.supports(DiscreteLaplace(2, 1))
+    assert not loss.supports(sdp.ZCDP(0.1))
+    ((pair, count),) = loss.dominating_pairs(sdp.TopK(3, 0.5))
+    assert count == 3
+    assert isinstance(pair, loss.FinitePair)
+    assert sorted(pair.losses) == [-0.5, 0.5]
+    ((pair, _),) = loss.dominating_pairs(sdp.Exponential(0.7))
+    assert sorted(pair.losses) == [-0.7, 0.7]
+    ((pair, _),) = loss.dominating_pairs(sdp.GDP(1.5))
+    assert isinstance(pair, loss.GaussianPair)
+    assert pair.mu == 1.5
+    # items compose by groups: TopK(k) is k copies of the ε-RR pair
+    a = loss.compose_pld([sdp.TopK(4, 0.3)]).epsilon(1e-6)
+    b = loss.compose_pld([(sdp.PureDP(0.3), 4)]).epsilon(1e-6)
+    assert a == b
+
+    class Custom:
+        pass
+
+    @loss.register_pair(Custom)
+    def _custom(item: Custom) -> loss.DominatingPair:
+        return loss.GaussianPair(1.0)
+
+    assert loss.compose_pld([Custom()]).epsilon(1e-5) == loss.compose_pld([sdp.GDP(1.0)]).epsilon(
+        1e-5
+    )
+
+
+def test_perfect_and_no_privacy_edge_cases() -> None:
+    assert loss.compose_pld([]).epsilon(1e-6) == 0.0
+    assert loss.compose_pld([(sdp.Laplace(1.0), 0)]).delta(0.0) == 0.0
+    assert loss.compose_pld([sdp.Laplace(1.0, 0.0)]).epsilon(1e-9) == 0.0
+    assert loss.compose_pld([sdp.PureDP(math.inf)]).epsilon(0.5) == math.inf
+    assert loss.compose_pld([sdp.PureDP(math.inf)]).delta(3.0) == 1.0
+    assert loss.compose_pld([sdp.GDP(0.0)]).epsilon(0.0) == 0.0
+    assert loss.compose_pld([sdp.GDP(0.0), sdp.PureDP(0.0)]).delta(0.0) == 0.0
+    result = loss.compose_pld([sdp.PureDP(0.5), sdp.Laplace(2.0)])
+    assert result.epsilon(1.0) == 0.0
+    assert result.epsilon(0.0) == pytest.approx(1.0, rel=1e-9)  # pure: ε(0) = Σ ε_i
+    assert result.epsilon(0.0) >= 1.0
+
+
+# -------------------------------------------------------------------------------------------------
+# 5. bad input and NaN-freedom
+
+
+def test_bad_input_raises_sharpdp_errors() -> None:
+    with pytest.raises(InvalidParameter, match="count"):
+        loss.compose_pld([(sdp.Laplace(1.0), -1)])
+    with pytest.raises(InvalidParameter, match="count"):
+        loss.compose_pld([(sdp.Laplace(1.0), 2.5)])
+    with pytest.raises(NotImplied, match=r"ZCDP\(rho=0.1"):
+        loss.compose_pld([sdp.ZCDP(0.1)])
+    with pytest.raises(NotImplied, match="'not an item'"):
+        loss.compose_pld(["not an item"])
+    with pytest.raises(InvalidParameter, match="value_discretization"):
+        loss.compose_pld([sdp.Laplace(1.0)], value_discretization=-0.1)
+    with pytest.raises(InvalidParameter, match="target_relative_error"):
+        loss.compose_pld([sdp.Laplace(1.0)], target_relative_error=0.0)
+    with pytest.raises(InvalidParameter, match="items must be"):
+        loss.compose_pld([(sdp.Laplace(1.0), 1, 2)])
+    result = loss.compose_pld([sdp.Laplace(1.0)])
+    with pytest.raises(InvalidParameter, match="delta"):
+        result.epsilon(1.5)
+    with pytest.raises(InvalidParameter, match="delta"):
+        result.epsilon(math.nan)
+    with pytest.raises(InvalidParameter, match="epsilon"):
+        result.delta(-0.1)
+    a = loss.discretise(loss.LaplacePair(1.0), 0.01)
+    b = loss.discretise(loss.LaplacePair(1.0), 0.02)
+    with pytest.raises(InvalidParameter, match="value_discretization"):
+        a.compose(b)
+    with pytest.raises(InvalidParameter, match="count"):
+        a.self_compose(0)
+
+
+ITEMS = st.one_of(
+    st.builds(sdp.Laplace, st.floats(0.05, 50.0), st.floats(0.0, 3.0)),
+    st.builds(sdp.Gaussian, st.floats(0.05, 50.0), st.floats(0.0, 3.0)),
+    st.builds(sdp.PureDP, st.floats(0.0, 3.0)),
+    st.builds(sdp.RandomizedResponse, st.floats(0.0, 3.0), st.integers(2, 6)),
+    st.builds(sdp.ApproxDP, st.floats(0.0, 2.0), st.floats(0.0, 0.1)),
+)
+
+
+@settings(max_examples=30)
+@given(
+    st.lists(st.tuples(ITEMS, st.integers(0, 40)), min_size=1, max_size=3),
+    st.floats(1e-12, 0.5),
+    st.floats(0.0, 20.0),
+)
+def test_no_nan_and_ordered_brackets(items: list[tuple[object, int]], d: float, e: float) -> None:
+    result = loss.compose_pld(items, target_relative_error=1e-2)
+    lo, hi = result.epsilon_bracket(d)
+    assert not math.isnan(lo)
+    assert not math.isnan(hi)
+    assert 0.0 <= lo <= hi
+    dlo, dhi = result.delta_bracket(e)
+    assert not math.isnan(dlo)
+    assert not math.isnan(dhi)
+    assert 0.0 <= dlo <= dhi <= 1.0
+    # on one discretised law, ε(δ) and δ(ε) are consistent (the pessimistic ε certifies δ)
+    for pess, opt in list(result._cache.values())[:1]:
+        eps = pess.epsilon(d)
+        assert not math.isnan(eps)
+        if math.isfinite(eps):
+            assert pess.delta(eps) <= d
+        assert opt.epsilon(d) <= eps
