@@ -25,13 +25,16 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from sharpdp import _math, _validate
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
 from sharpdp.guarantees import GDP, ZCDP, ApproxDP, BoundedRange, Guarantee
+
+if TYPE_CHECKING:
+    from sharpdp.loss import PLDResult
 
 __all__ = ["Analysis", "Composition", "Explanation", "compose", "max_compositions"]
 
@@ -556,13 +559,15 @@ class _PLDGuarantee(Guarantee):
     items: Items
     notion: ClassVar[str] = "PLD composition"
 
-    def _result(self) -> object:
+    @functools.cached_property
+    def _result(self) -> PLDResult:
+        # one FFT composition per Composition, reused by every ε/δ query
         from sharpdp import loss
 
         return loss.compose_pld(list(self.items))
 
     def _epsilon(self, delta: float) -> float:
-        return float(self._result().epsilon(delta))  # type: ignore[attr-defined]
+        return self._result.epsilon(delta)
 
     def _delta(self, epsilon: float) -> float:
-        return float(self._result().delta(epsilon))  # type: ignore[attr-defined]
+        return self._result.delta(epsilon)

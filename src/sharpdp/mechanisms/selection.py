@@ -131,6 +131,47 @@ def _sort_select(q: FloatArray, k: int, rng: np.random.Generator, size: int | No
     return np.array([once() for _ in range(size)], dtype=np.int64).reshape(size, k)
 
 
+class _SelectsOne:
+    """``select`` for mechanisms that release one index: an exact noisy-max race.
+
+    Each mechanism is argmax_r c·q_r + N_r for its noise N (Gumbel: the exponential mechanism by the
+    Gumbel-max identity; exponential: permute-and-flip [Ding et al. 2021]; Laplace: report-noisy-max),
+    decided on exact uniforms with certified interval arithmetic (:mod:`sharpdp.mechanisms._race`),
+    so no floating-point rounding enters the released index.
+    """
+
+    __slots__ = ()
+    epsilon_: float
+    sensitivity: float
+    monotonic: bool
+
+    def _race_noise(self) -> _race.Noise:
+        raise NotImplementedError
+
+    @overload
+    def select(self, scores: Sequence[float] | FloatArray, rng: RNGLike = None) -> int: ...
+    @overload
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int
+    ) -> IntArray: ...
+    def select(
+        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int | None = None
+    ) -> int | IntArray:
+        """Sample the mechanism's output law (``probabilities(scores)``) exactly.
+
+        Args:
+            scores: 1-D scores (ints or floats; ``-inf`` excludes a candidate).
+            rng: a seed or a ``numpy.random.Generator``.
+            size: number of independent draws (``None``: one draw, returned as an int).
+
+        Returns:
+            The selected index, or an int64 array of ``size`` indices.
+        """
+        noise = self._race_noise()
+        out = _sample(scores, self.epsilon_, self.sensitivity, self.monotonic, noise, 1, rng, size)
+        return int(out[0]) if size is None else out[:, 0]
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class _ScoreSelection(Mechanism):
     """Shared parameters of selection by scores: ε, the score sensitivity Δ, monotonicity."""
@@ -157,7 +198,7 @@ class _ScoreSelection(Mechanism):
 
 
 @dataclass(frozen=True, slots=True, init=False, repr=False)
-class Exponential(_ScoreSelection):
+class Exponential(_SelectsOne, _ScoreSelection):
     """The exponential mechanism [McSherry–Talwar 2007]: P[y] ∝ exp(ε·q_y/(2Δ)), or exp(ε·q_y/Δ)
     when the scores are monotonic.
 
@@ -177,33 +218,8 @@ class Exponential(_ScoreSelection):
         """The exact output law (softmax of c·q, evaluated in float64 with the max subtracted)."""
         return _softmax(_scaled(self.coefficient, as_scores(scores)))
 
-    @overload
-    def select(self, scores: Sequence[float] | FloatArray, rng: RNGLike = None) -> int: ...
-    @overload
-    def select(
-        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int
-    ) -> IntArray: ...
-    def select(
-        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int | None = None
-    ) -> int | IntArray:
-        """Sample the exponential mechanism exactly: the argmax of c·q_r + Gumbel noise.
-
-        The Gumbel-max identity makes this the law ``probabilities(scores)``; the argmax is decided
-        on exact uniforms with certified interval arithmetic (:mod:`sharpdp.mechanisms._race`), so
-        no floating-point rounding enters the released index.
-
-        Args:
-            scores: 1-D scores (ints or floats; ``-inf`` excludes a candidate).
-            rng: a seed or a ``numpy.random.Generator``.
-            size: number of independent draws (``None``: one draw, returned as an int).
-
-        Returns:
-            The selected index, or an int64 array of ``size`` indices.
-        """
-        out = _sample(
-            scores, self.epsilon_, self.sensitivity, self.monotonic, "gumbel", 1, rng, size
-        )
-        return int(out[0]) if size is None else out[:, 0]
+    def _race_noise(self) -> _race.Noise:
+        return "gumbel"
 
     def utility_bound(self, n_candidates: int, beta: float) -> float:
         """The loss ℓ with P[q(output) ≤ OPT − ℓ] ≤ β [seed 004 Thm 5; Dwork–Roth Thm 3.11].
@@ -250,7 +266,7 @@ def exponential_to_zcdp(m: Exponential) -> ZCDP:
 
 
 @dataclass(frozen=True, slots=True, init=False, repr=False)
-class PermuteAndFlip(_ScoreSelection):
+class PermuteAndFlip(_SelectsOne, _ScoreSelection):
     """Permute-and-flip [McKenna–Sheldon 2020]: visit candidates in a uniformly random order and
     accept r with probability exp(c(q_r − q*)), c = ε/(2Δ) (ε/Δ monotonic), q* = max q.
 
@@ -273,26 +289,8 @@ class PermuteAndFlip(_ScoreSelection):
         p = np.exp(_scaled(self.coefficient, q))
         return _permute_and_flip_law(p)
 
-    @overload
-    def select(self, scores: Sequence[float] | FloatArray, rng: RNGLike = None) -> int: ...
-    @overload
-    def select(
-        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int
-    ) -> IntArray: ...
-    def select(
-        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int | None = None
-    ) -> int | IntArray:
-        """Sample permute-and-flip exactly, as report-noisy-max with Exp(1) noise on c·q.
-
-        Permute-and-flip has the same law as argmax_r c·q_r + E_r with E_r i.i.d. standard
-        exponential [Ding, Kifer, Saghaian, Steinke, Wang, Xiao, Zhang 2021]; the argmax is decided on
-        exact uniforms (:mod:`sharpdp.mechanisms._race`). Arguments as for
-        :meth:`Exponential.select`.
-        """
-        out = _sample(
-            scores, self.epsilon_, self.sensitivity, self.monotonic, "exponential", 1, rng, size
-        )
-        return int(out[0]) if size is None else out[:, 0]
+    def _race_noise(self) -> _race.Noise:
+        return "exponential"
 
     def characterisation(self) -> PureDP:
         """ε-DP (tight: two candidates make it randomized response)."""
@@ -321,7 +319,7 @@ NoiseKind = Literal["gumbel", "exponential", "laplace"]
 
 
 @dataclass(frozen=True, slots=True, init=False)
-class ReportNoisyMax(Mechanism):
+class ReportNoisyMax(_SelectsOne, Mechanism):
     """Report-noisy-max: argmax_y q_y + noise_y with i.i.d. noise of scale 2Δ/ε (Δ/ε monotonic).
 
     * ``noise="gumbel"``: the exponential mechanism (Gumbel-max identity), ε-BR;
@@ -376,23 +374,8 @@ class ReportNoisyMax(Mechanism):
             q, 1.0 / _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
         )
 
-    @overload
-    def select(self, scores: Sequence[float] | FloatArray, rng: RNGLike = None) -> int: ...
-    @overload
-    def select(
-        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int
-    ) -> IntArray: ...
-    def select(
-        self, scores: Sequence[float] | FloatArray, rng: RNGLike = None, *, size: int | None = None
-    ) -> int | IntArray:
-        """argmax_r q_r + noise_r, decided exactly on exact uniforms (:mod:`._race`).
-
-        Arguments as for :meth:`Exponential.select`.
-        """
-        out = _sample(
-            scores, self.epsilon_, self.sensitivity, self.monotonic, self.noise, 1, rng, size
-        )
-        return int(out[0]) if size is None else out[:, 0]
+    def _race_noise(self) -> _race.Noise:
+        return self.noise
 
     def characterisation(self) -> BoundedRange | PureDP:
         """ε-BR with Gumbel noise (it is the exponential mechanism), ε-DP otherwise."""
