@@ -124,3 +124,57 @@ def test_bad_input() -> None:
         compose(sdp.PureDP(1.0))  # type: ignore[arg-type]
     with pytest.raises(sdp.InvalidParameter):
         max_compositions(sdp.PureDP(1.0), sdp.ZCDP(1.0))
+
+
+def kov_binomial_delta(eps0: float, k: int, eps: mpmath.mpf) -> mpmath.mpf:
+    """δ(ε) of k-fold ε0-DP as a binomial sum over the RR loss (k − 2i)ε0 (KOV15), 40 digits."""
+    e0 = mpmath.mpf(eps0)
+    p = mpmath.e**e0 / (1 + mpmath.e**e0)
+    total = mpmath.mpf(0)
+    for i in range(k + 1):
+        loss = (k - 2 * i) * e0
+        if loss > eps:
+            total += mpmath.binomial(k, i) * p ** (k - i) * (1 - p) ** i * (1 - mpmath.e ** (eps - loss))
+    return total
+
+
+@pytest.mark.parametrize("item", [sdp.PureDP(0.1), sdp.RandomizedResponse(0.1)])
+def test_many_pure_items_reach_the_exact_optimum(item: sdp.Guarantee) -> None:
+    # k = 10^4: ε(1e-6) within 1e-9 relative of the exact root, and never below it.
+    eps = compose([(item, 10_000)]).epsilon(1e-6)
+    with mpmath.workdps(40):
+        exact = mpmath.findroot(
+            lambda e: kov_binomial_delta(0.1, 10_000, e) - mpmath.mpf("1e-6"), (96.0, 97.0),
+            solver="anderson",
+        )
+    assert float(exact) <= eps <= float(exact) * (1 + 1e-9)
+
+
+def test_pure_composition_at_delta_zero_is_exactly_k_epsilon() -> None:
+    assert compose([(sdp.PureDP(0.0625), 16)]).epsilon(0.0) == 1.0
+    assert compose([(sdp.PureDP(0.1), 3)]).epsilon(0.0) >= 0.3  # rounded up, never down
+
+
+MIXES = [
+    ([(sdp.Gaussian(2.0), 30), (sdp.GDP(0.3), 2)], True),
+    ([(sdp.PureDP(0.2), 40)], True),
+    ([(sdp.RandomizedResponse(0.5), 20)], False),
+    ([(sdp.RandomizedResponse(0.5, categories=3), 20)], True),
+    ([(sdp.Laplace(4.0), 50), (sdp.Gaussian(9.0), 10)], True),
+    ([(sdp.Exponential(0.3), 60)], False),
+    ([(sdp.Exponential(0.3), 60), (sdp.PureDP(0.1), 5)], True),
+    ([(sdp.ApproxDP(0.5, 1e-8), 30)], True),
+]
+
+
+@pytest.mark.parametrize(("items", "adaptive"), MIXES)
+def test_the_short_cuts_never_change_the_answer(items: list, adaptive: bool) -> None:
+    # epsilon()/delta() skip dominated analyses and stop at an exact one; explain() evaluates
+    # every analysis. The minimum must agree (up to the float accuracy of the α searches).
+    c = compose(items, adaptive=adaptive)
+    for delta in (1e-9, 1e-5):
+        rows = [r.value for r in c.explain(delta=delta).rows if r.value is not None]
+        assert c.epsilon(delta) == pytest.approx(min(rows), rel=1e-9)
+    for eps in (0.5, 3.0):
+        rows = [r.value for r in c.explain(epsilon=eps).rows if r.value is not None]
+        assert c.delta(eps) == pytest.approx(min(rows), rel=1e-9, abs=1e-300)

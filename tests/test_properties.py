@@ -305,3 +305,36 @@ def test_group_is_no_stronger(name: str, data: st.DataObject) -> None:
     assert h.delta(e) >= g.delta(e) * (1 - REL)
     a = data.draw(ALPHAS, label="alpha")
     assert h.renyi(a) >= g.renyi(a) * (1 - 1e-12)
+
+
+# -- the smooth bracketed root finder --------------------------------------------------------------
+
+
+@given(
+    root=st.floats(1e-6, 1e3),
+    scale=st.floats(1e-3, 1e3),
+)
+def test_smallest_valid_smooth_returns_a_checked_valid_point_near_the_root(
+    root: float, scale: float
+) -> None:
+    from sharpdp._math import smallest_valid_smooth
+
+    checked: list[float] = []
+
+    def g(x: float) -> float:  # decreasing, −∞ beyond 3·root, root at `root`
+        checked.append(x)
+        return -math.inf if x > 3 * root else scale * (root - x)
+
+    x = smallest_valid_smooth(g, 0.0, 4 * root, rtol=1e-12)
+    assert x in checked  # validity was checked at the returned point itself
+    assert g(x) <= 0.0
+    assert root <= x <= root * (1 + 1e-11)
+
+
+def test_smallest_valid_smooth_raises_without_a_valid_point() -> None:
+    from sharpdp._math import smallest_valid_smooth
+
+    with pytest.raises(sdp.NumericalError):
+        smallest_valid_smooth(lambda x: 1.0, 0.0, 1.0)
+    with pytest.raises(sdp.NumericalError):
+        smallest_valid_smooth(lambda x: math.nan, 0.0, 1.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 
 from sharpdp.errors import NumericalError
 
@@ -19,6 +20,7 @@ __all__ = [
     "erfcx",
     "exp_up",
     "expm1mx",
+    "float_up",
     "log1mexp",
     "log_add_exp",
     "log_ndtr",
@@ -28,6 +30,7 @@ __all__ = [
     "renyi_of_finite_pair",
     "root_of_increasing",
     "smallest_valid",
+    "smallest_valid_smooth",
     "up",
 ]
 
@@ -46,6 +49,17 @@ def up(x: float, ulps: int = 4) -> float:
     for _ in range(ulps):
         x = math.nextafter(x, math.inf)
     return x
+
+
+def float_up(x: Fraction) -> float:
+    """The smallest float ≥ the rational x (``inf`` beyond the float range)."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.inf
+    if Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
 
 
 def log1mexp(x: float) -> float:
@@ -203,6 +217,51 @@ def smallest_valid(
         else:
             lo = mid
     return hi
+
+
+def smallest_valid_smooth(
+    g: Callable[[float], float],
+    lo: float,
+    hi: float,
+    *,
+    rtol: float = 1e-12,
+    what: str = "root",
+) -> float:
+    """Smallest x in [lo, hi] with g(x) ≤ 0, for a continuous decreasing g (e.g. log δ(ε) − log δ).
+
+    Like :func:`smallest_valid` but with far fewer evaluations on smooth g: Brent's method
+    (scipy's ``brentq``, with −∞ clipped to −10³) locates the root, then the returned point is
+    one where g ≤ 0 was *checked* — the root itself, or the first of x(1 + 2^j·rtol) that
+    passes, or ``hi``. So the search only affects sharpness (within a few ``rtol·x``), never
+    validity.
+
+    Raises:
+        NumericalError: if g(hi) > 0 (no valid point in the bracket) or g returns NaN.
+    """
+    from scipy.optimize import brentq
+
+    def clipped(x: float) -> float:
+        v = g(x)
+        if math.isnan(v):
+            raise NumericalError(f"{what}: NaN at {x!r}")
+        return max(v, -1e3)
+
+    g_lo, g_hi = clipped(lo), clipped(hi)
+    if g_lo <= 0.0:
+        return lo
+    if g_hi > 0.0:
+        raise NumericalError(f"{what}: no valid point in [{lo!r}, {hi!r}] (g(hi) = {g_hi!r})")
+    x = float(brentq(clipped, lo, hi, xtol=1e-300, rtol=max(rtol / 4, 4.5e-16), maxiter=200))
+    if clipped(x) <= 0.0:
+        return x
+    step = rtol
+    while True:
+        candidate = x + abs(x) * step + 1e-300
+        if candidate >= hi:
+            return hi
+        if clipped(candidate) <= 0.0:
+            return candidate
+        step *= 2.0
 
 
 def root_of_increasing(

@@ -81,11 +81,17 @@ class Analysis:
 
     ``prepare(items, adaptive)`` returns a guarantee-like object answering ``epsilon``/``delta``
     for the composition, or raises :class:`NotImplied` when the theorem does not apply.
+    ``exact_for(items)`` is true when the analysis is provably the exact optimum for those items
+    (no valid bound can be smaller), so ε/δ queries need no other analysis. ``dominated_by``
+    names an analysis that is provably never worse whenever it applies; ε/δ queries then skip
+    this one (``explain`` still lists every analysis).
     """
 
     name: str
     theorem: str
     prepare: Callable[[Items, bool], Guarantee]
+    exact_for: Callable[[Items], bool] | None = None
+    dominated_by: str | None = None
 
 
 _ANALYSES: list[Analysis] = []
@@ -94,11 +100,17 @@ _ANALYSES: list[Analysis] = []
 Prepare = Callable[[Items, bool], Guarantee]
 
 
-def analysis(name: str, theorem: str) -> Callable[[Prepare], Prepare]:
-    """Register a composition analysis (decorator)."""
+def analysis(
+    name: str,
+    theorem: str,
+    *,
+    exact_for: Callable[[Items], bool] | None = None,
+    dominated_by: str | None = None,
+) -> Callable[[Prepare], Prepare]:
+    """Register a composition analysis (decorator); see :class:`Analysis` for the options."""
 
     def deco(fn: Prepare) -> Prepare:
-        _ANALYSES.append(Analysis(name, theorem, fn))
+        _ANALYSES.append(Analysis(name, theorem, fn, exact_for, dominated_by))
         return fn
 
     return deco
@@ -115,7 +127,19 @@ def _convert_all(items: Items, target: type[Guarantee]) -> list[tuple[Guarantee,
     return [(_convert(g, target), c) for g, c in items]  # type: ignore[arg-type]
 
 
-@analysis("gdp", "Dong–Roth–Su 2019 Cor 3.3: μ-GDP composes to √(Σμ_i²)-GDP (exact)")
+def _all_gaussian(items: Items) -> bool:
+    # Gaussians compose to exactly a Gaussian; for μ-GDP guarantees, the Gaussian pair attains
+    # the composed bound, so no analysis of the same items can certify less.
+    from sharpdp.mechanisms.additive import Gaussian
+
+    return bool(items) and all(isinstance(g, GDP | Gaussian) for g, _ in items)
+
+
+@analysis(
+    "gdp",
+    "Dong–Roth–Su 2019 Cor 3.3: μ-GDP composes to √(Σμ_i²)-GDP (exact)",
+    exact_for=_all_gaussian,
+)
 def _gdp(items: Items, adaptive: bool) -> Guarantee:
     from sharpdp.mechanisms.additive import Gaussian
 
@@ -135,6 +159,15 @@ def _approx_pair(g: Guarantee) -> tuple[float, float]:
     if math.isinf(eps):
         raise NotImplied(f"{g!r} is not (ε, δ0)-DP with a known δ0")
     return eps, 0.0
+
+
+def _log_ratio(value: float, target: float) -> float:
+    """log(value/target), decreasing with value; −∞ at value 0 (valid for a positive target)."""
+    if value <= 0.0:
+        return -math.inf if target > 0.0 else 0.0
+    if target <= 0.0:
+        return math.inf
+    return math.log(value) - math.log(target)
 
 
 @dataclass(frozen=True)
@@ -174,19 +207,45 @@ class _KOV(Guarantee):
             return -math.expm1(self.k * math.log1p(-self.delta0)) if self.delta0 > 0 else 0.0
         # lgamma and the sums err by far less than 1e-9 relative; round up by that.
         rr = min(1.0, math.exp(self._log_delta_rr(epsilon)) * (1.0 + 1e-9))
-        keep = math.exp(self.k * math.log1p(-self.delta0)) * (1.0 - 1e-15 * self.k)
-        return min(1.0, _math.up(1.0 - keep * (1.0 - rr)))
+        if self.delta0 == 0.0:
+            return rr
+        # δ = a + (1 − a)·δ_RR with a = 1 − (1 − δ0)^k, increasing in a: round a up (log1p,
+        # the product and expm1 err by a few ulps each, far below the 1e-12 allowed).
+        a = min(1.0, -math.expm1(self.k * math.log1p(-self.delta0)) * (1.0 + 1e-12))
+        return min(1.0, _math.up(a + (1.0 - a) * rr))
 
     def _epsilon(self, delta: float) -> float:
         if self._delta(math.inf) > delta:
             return math.inf
         if self._delta(0.0) <= delta:
             return 0.0
+        if delta == 0.0:  # the loss reaches kε0 with positive probability: exactly kε0
+            return _math.float_up(Fraction(self.epsilon0) * self.k)
         hi = max(_math.up(self.k * self.epsilon0), 1e-300)
-        return _math.smallest_valid(lambda e: self._delta(e) <= delta, 0.0, hi, what="KOV ε(δ)")
+        return _math.smallest_valid_smooth(
+            lambda e: _log_ratio(self._delta(e), delta), 0.0, hi, what="KOV ε(δ)"
+        )
 
 
-@analysis("kov", "Kairouz–Oh–Viswanath 2015 Thm 3.3 / Murtagh–Vadhan 2016: optimal k-fold (ε0, δ0)-DP")
+def _worst_case_dp(items: Items) -> bool:
+    # KOV is the exact optimum over all (ε0, δ0)-DP mechanisms, so it is exact for items known
+    # only as PureDP/ApproxDP guarantees, and binary randomized response attains it.
+    from sharpdp.guarantees import PureDP
+    from sharpdp.mechanisms.randomized_response import RandomizedResponse
+
+    def worst(g: Guarantee) -> bool:
+        if isinstance(g, RandomizedResponse):
+            return g.categories == 2
+        return type(g) in (PureDP, ApproxDP)
+
+    return bool(items) and all(worst(g) for g, _ in items)
+
+
+@analysis(
+    "kov",
+    "Kairouz–Oh–Viswanath 2015 Thm 3.3 / Murtagh–Vadhan 2016: optimal k-fold (ε0, δ0)-DP",
+    exact_for=_worst_case_dp,
+)
 def _kov(items: Items, adaptive: bool) -> Guarantee:
     pairs = {_approx_pair(g) for g, _ in items}
     if len(pairs) != 1:
@@ -210,10 +269,11 @@ class _DDR(Guarantee):
 
         k, eta = self.k, self.eta
         steps = np.arange(k + 1, dtype=np.float64)
-        t = np.clip((epsilon + (steps + 1.0) * eta) / (k + 1.0), 0.0, eta)[:, None]
+        # clipped candidates repeat the end points 0 and η: evaluate each distinct t once
+        t = np.unique(np.clip((epsilon + (steps + 1.0) * eta) / (k + 1.0), 0.0, eta))[:, None]
         i = steps[None, :]
         log_den = _math.log1mexp(eta)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             # p = (e^{−t} − e^{−η})/(1 − e^{−η}),  1 − p = (1 − e^{−t})/(1 − e^{−η})
             log_p = -t + np.log(-np.expm1(t - eta)) - log_den
             log_q = np.log(-np.expm1(-t)) - log_den
@@ -240,8 +300,15 @@ class _DDR(Guarantee):
     def _epsilon(self, delta: float) -> float:
         if self._delta(0.0) <= delta:
             return 0.0
-        return _math.smallest_valid(
-            lambda e: self._delta(e) <= delta, 0.0, self.k * self.eta, what="DDR20 ε(δ)"
+        hi = self.k * self.eta  # k η-BR items are kη-DP
+        if delta > 0.0:
+            # the (valid) zCDP bound kη²/8 + BS16 brackets the optimum far more tightly
+            rho = self.k * self.eta * self.eta / 8.0
+            hi = min(hi, 1.01 * (rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))) + 1e-9)
+            if self._delta(hi) > delta:
+                hi = self.k * self.eta
+        return _math.smallest_valid_smooth(
+            lambda e: _log_ratio(self._delta(e), delta), 0.0, hi, what="DDR20 ε(δ)"
         )
 
 
@@ -305,8 +372,15 @@ def _rdp(items: Items, adaptive: bool) -> Guarantee:
     return rdp
 
 
-@analysis("zcdp", "Bun–Steinke 2016 Lemma 2.3 (zCDP adds) + CKS20 conversion")
+@analysis(
+    "zcdp",
+    "Bun–Steinke 2016 Lemma 2.3 (zCDP adds) + CKS20 conversion",
+    dominated_by="rdp",
+)
 def _zcdp(items: Items, adaptive: bool) -> Guarantee:
+    """ρ_i-zCDP means D_α ≤ ξ_i + ρ_i·α for every α, so when every item has a Rényi curve (the
+    ``rdp`` analysis applies) the summed curve lies below Σ(ξ_i + ρ_i·α) pointwise, and the
+    CKS20 conversion, monotone in the curve, can only give less: ``zcdp`` never wins then."""
     zs = _convert_all(items, ZCDP)
     rho = math.fsum(c * z.rho for z, c in zs if isinstance(z, ZCDP))
     xi = math.fsum(c * z.xi for z, c in zs if isinstance(z, ZCDP))
@@ -413,20 +487,39 @@ class Composition(Guarantee):
     _cache: dict[str, Guarantee | str] = field(default_factory=dict, compare=False, repr=False)
     notion: ClassVar[str] = "composition"
 
+    def _prepare(self, a: Analysis) -> Guarantee | str:
+        if a.name not in self._cache:
+            try:
+                self._cache[a.name] = a.prepare(self.items, self.adaptive)
+            except NotImplied as err:
+                self._cache[a.name] = str(err)
+        return self._cache[a.name]
+
     def _prepared(self) -> list[tuple[Analysis, Guarantee | str]]:
-        out: list[tuple[Analysis, Guarantee | str]] = []
+        return [(a, self._prepare(a)) for a in _all_analyses()]
+
+    def _needed(self) -> list[tuple[Analysis, Guarantee | str]]:
+        """The analyses an ε/δ query must evaluate: an exact one alone if any applies; otherwise
+        all but those dominated by one that applies (see :class:`Analysis`)."""
         for a in _all_analyses():
-            if a.name not in self._cache:
-                try:
-                    self._cache[a.name] = a.prepare(self.items, self.adaptive)
-                except NotImplied as err:
-                    self._cache[a.name] = str(err)
-            out.append((a, self._cache[a.name]))
+            if a.exact_for is not None and a.exact_for(self.items):
+                g = self._prepare(a)
+                if not isinstance(g, str):
+                    return [(a, g)]
+        out = []
+        for a in _all_analyses():
+            if a.dominated_by is not None:
+                other = next(b for b in _all_analyses() if b.name == a.dominated_by)
+                if not isinstance(self._prepare(other), str):
+                    continue
+            out.append((a, self._prepare(a)))
         return out
 
-    def _rows(self, quantity: str, at: float) -> tuple[Row, ...]:
+    def _rows(
+        self, quantity: str, at: float, prepared: list[tuple[Analysis, Guarantee | str]]
+    ) -> tuple[Row, ...]:
         rows = []
-        for a, g in self._prepared():
+        for a, g in prepared:
             if isinstance(g, str):
                 rows.append(Row(a.name, a.theorem, None, g))
                 continue
@@ -444,10 +537,10 @@ class Composition(Guarantee):
             raise InvalidParameter("give exactly one of delta and epsilon")
         if delta is not None:
             self.epsilon(delta)  # validates
-            return Explanation("epsilon", delta, self._rows("epsilon", delta))
+            return Explanation("epsilon", delta, self._rows("epsilon", delta, self._prepared()))
         assert epsilon is not None
         self.delta(epsilon)
-        return Explanation("delta", epsilon, self._rows("delta", epsilon))
+        return Explanation("delta", epsilon, self._rows("delta", epsilon, self._prepared()))
 
     def certifies(self, epsilon: float, delta: float) -> bool:
         """Whether some valid analysis certifies (ε, δ)-DP (stops at the first that does)."""
@@ -455,7 +548,7 @@ class Composition(Guarantee):
         d = _validate.probability("delta", delta)
         if not self.items:
             return True
-        for _, g in self._prepared():
+        for _, g in self._needed():
             if isinstance(g, str):
                 continue
             try:
@@ -468,13 +561,15 @@ class Composition(Guarantee):
     def _epsilon(self, delta: float) -> float:
         if not self.items:
             return 0.0
-        values = [r.value for r in self._rows("epsilon", delta) if r.value is not None]
+        rows = self._rows("epsilon", delta, self._needed())
+        values = [r.value for r in rows if r.value is not None]
         return min(values) if values else math.inf
 
     def _delta(self, epsilon: float) -> float:
         if not self.items:
             return 0.0
-        values = [r.value for r in self._rows("delta", epsilon) if r.value is not None]
+        rows = self._rows("delta", epsilon, self._needed())
+        values = [r.value for r in rows if r.value is not None]
         return min(values) if values else 1.0
 
     def _renyi(self, alpha: float) -> float:

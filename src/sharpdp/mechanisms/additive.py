@@ -4,7 +4,7 @@ Neighbouring relation: inputs whose query values differ by at most ``sensitivity
 L2 for Gaussian). The characterisations are those of a scalar query; for the Gaussian they hold for
 vector queries with L2 sensitivity too (rotation invariance reduces to one dimension).
 
-Laplace releases on a power-of-two grid (:mod:`sharpdp.mechanisms._grid`): the query is rounded to
+Both release on a power-of-two grid (:mod:`sharpdp.mechanisms._grid`): the query is rounded to
 the grid, whose step ``granularity`` is part of the description, and the accounting uses the rounded
 query's sensitivity Δ_eff = γ⌈Δ/γ⌉ (equal to Δ whenever γ divides Δ, e.g. Δ = 1).
 """
@@ -18,8 +18,10 @@ from typing import Any, ClassVar
 
 from sharpdp import _divergences, _math, _validate
 from sharpdp.conversions import register
+from sharpdp.errors import InvalidParameter
 from sharpdp.guarantees import GDP, ZCDP
 from sharpdp.mechanisms import _grid, _samplers
+from sharpdp.mechanisms._rounded_gaussian import rounded_gaussian
 from sharpdp.mechanisms._samplers import RNGLike
 from sharpdp.mechanisms.base import Mechanism
 
@@ -69,8 +71,8 @@ class Laplace(Mechanism):
 
     @property
     def epsilon0(self) -> float:
-        """ε0 = Δ_eff/b, the mechanism's pure-DP parameter (tight)."""
-        return self.effective_sensitivity / self.scale
+        """ε0 = Δ_eff/b, the mechanism's pure-DP parameter (tight; rounded up)."""
+        return _math.float_up(Fraction(self.effective_sensitivity) / Fraction(self.scale))
 
     def release(self, value: Any, rng: RNGLike = None) -> Any:
         """Release value + Laplace(scale) noise on the grid, exactly (see the class docstring).
@@ -106,38 +108,87 @@ class Laplace(Mechanism):
 class Gaussian(Mechanism):
     """The Gaussian mechanism: releases f(x) + N(0, σ²).
 
-    It is μ-GDP with μ = Δ/σ, exactly: δ(ε) by Balle–Wang 2018 Thm 8, D_α = αΔ²/(2σ²),
-    ρ = Δ²/(2σ²)-zCDP (BS16 Prop 1.6), all tight.
+    With μ = Δ_eff/σ it is μ-GDP, exactly: δ(ε) by Balle–Wang 2018 Thm 8, D_α = αμ²/2,
+    ρ = μ²/2-zCDP (BS16 Prop 1.6), all tight. Δ_eff = γ⌈Δ/γ⌉ is the sensitivity of the query
+    rounded to the release grid γℤ (Δ_eff = Δ when γ divides Δ, e.g. Δ = 1; otherwise larger by a
+    relative 2⁻³⁰ at most with the default grid).
+
+    :meth:`release` outputs γ·(round(x/γ) + K) with K = round(N/γ) drawn exactly
+    (:mod:`sharpdp.mechanisms._rounded_gaussian`): a deterministic function of x_γ + N, the
+    continuous Gaussian mechanism on the rounded query. So every number above holds for what is
+    actually released, by post-processing.
 
     Args:
         sigma: the noise standard deviation σ > 0.
-        sensitivity: the L2 sensitivity Δ ≥ 0 of the query.
+        sensitivity: the L2 sensitivity Δ ≥ 0 of the query (for a scalar query, |f(x) − f(x′)|).
+        granularity: the grid step γ, a power of two not above σ; default ≈ 2⁻³⁰·min(σ, Δ).
     """
 
     sigma: float
     sensitivity: float = 1.0
+    granularity: float | None = None
     notion: ClassVar[str] = "Gaussian mechanism"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", _validate.positive("sigma", self.sigma))
-        object.__setattr__(
-            self, "sensitivity", _validate.nonnegative("sensitivity", self.sensitivity)
-        )
+        sigma = _validate.positive("sigma", self.sigma)
+        sensitivity = _validate.nonnegative("sensitivity", self.sensitivity)
+        granularity = _resolve_granularity(self.granularity, sigma, sensitivity)
+        if granularity > sigma:
+            raise InvalidParameter(
+                f"granularity={granularity!r} must not exceed sigma={sigma!r} (the exact "
+                "rounded-Gaussian sampler needs at least one grid step per standard deviation)"
+            )
+        object.__setattr__(self, "sigma", sigma)
+        object.__setattr__(self, "sensitivity", sensitivity)
+        object.__setattr__(self, "granularity", granularity)
+
+    @property
+    def effective_sensitivity(self) -> float:
+        """Δ_eff = γ⌈Δ/γ⌉, the sensitivity of the query rounded to the release grid."""
+        return _grid.effective_sensitivity(self.sensitivity, self._step)
+
+    @property
+    def _step(self) -> float:
+        assert self.granularity is not None  # resolved in __post_init__
+        return self.granularity
 
     @property
     def mu(self) -> float:
-        """μ = Δ/σ, the GDP parameter."""
-        return self.sensitivity / self.sigma
+        """μ = Δ_eff/σ, the GDP parameter (rounded up)."""
+        return _math.float_up(Fraction(self.effective_sensitivity) / Fraction(self.sigma))
 
     @property
     def rho(self) -> float:
-        """ρ = Δ²/(2σ²), the zCDP parameter."""
-        return 0.5 * self.mu * self.mu
+        """ρ = μ²/2, the zCDP parameter (rounded up)."""
+        return _math.float_up(Fraction(self.mu) ** 2 / 2)
+
+    def release(self, value: Any, rng: RNGLike = None) -> Any:
+        """Release value + N(0, σ²) noise on the grid, exactly (see the class docstring).
+
+        Args:
+            value: a number or an array of numbers. Each entry of an array is released
+                independently by this mechanism (each is one use of it, a scalar query with
+                sensitivity Δ).
+            rng: a seed or a ``numpy.random.Generator``.
+
+        Returns:
+            A float for a scalar input, else a float64 array of the same shape.
+
+        Examples:
+            >>> import sharpdp as sdp
+            >>> x = sdp.Gaussian(sigma=2.0).release([10.0, 20.0], rng=0)
+            >>> x.shape
+            (2,)
+        """
+        units, scalar = _grid.to_grid(value, self._step)
+        s = Fraction(self.sigma) / Fraction(self._step)  # exact: the step is a power of two
+        noise = rounded_gaussian(s, units.size, _samplers.as_generator(rng))
+        return _grid.from_grid(units + noise.reshape(units.shape), self._step, scalar)
 
     def _renyi(self, alpha: float) -> float:
         if self.mu == 0.0:
             return 0.0
-        return math.inf if alpha == math.inf else alpha * self.rho
+        return math.inf if alpha == math.inf else _math.up(alpha * self.rho, 1)
 
     def _delta(self, epsilon: float) -> float:
         return _divergences.gaussian_delta(self.mu, epsilon)
@@ -146,9 +197,8 @@ class Gaussian(Mechanism):
         return _divergences.gaussian_epsilon(self.mu, delta)
 
     def _group(self, k: int) -> Gaussian:
-        # k records move the query by at most kΔ in L2: the same mechanism with sensitivity kΔ.
-        return Gaussian(self.sigma, k * self.sensitivity)
-
+        # k records move the rounded query by at most k·Δ_eff (a multiple of γ: no new rounding).
+        return Gaussian(self.sigma, k * self.effective_sensitivity, self.granularity)
 
 
 def _resolve_granularity(granularity: object, noise_scale: float, sensitivity: float) -> float:

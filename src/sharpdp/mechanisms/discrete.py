@@ -154,17 +154,6 @@ def _sensitivity(value: object) -> int:
     return k
 
 
-def _float_up(x: Fraction) -> float:
-    """The smallest float ≥ x (``inf`` beyond the float range)."""
-    try:
-        f = float(x)
-    except OverflowError:
-        return math.inf
-    if Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
 def _pad(x: float, rel: float) -> float:
     """x enlarged by a relative margin (then by one ulp, so the margin itself cannot round away)."""
     if x <= 0.0 or math.isinf(x):
@@ -304,7 +293,7 @@ def _dl_renyi(t: Fraction, sens: int, alpha: float) -> float:
         return 0.0
     eps0_exact = sens / t
     if alpha == math.inf:
-        return _float_up(eps0_exact)
+        return _math.float_up(eps0_exact)
     e0 = float(eps0_exact)
     r = float(1 / t)
     if math.isinf(e0):
@@ -415,11 +404,11 @@ def _dg_renyi(s2: Fraction, sens: int, alpha: float) -> float:
         return math.inf
     rho = Fraction(sens * sens) / (2 * s2)
     if alpha == 1.0:
-        return _float_up(rho)
+        return _math.float_up(rho)
     lam = alpha - 1.0  # exact for α ∈ [1, 2^53)
     frac = (Fraction(lam) * sens) % 1
     c = float(min(frac, 1 - frac))
-    base = _float_up(rho * Fraction(alpha))
+    base = _math.float_up(rho * Fraction(alpha))
     if c == 0.0 or math.isinf(base):
         return base
     correction = _dg_theta_log_ratio(float(s2), c) / lam  # ≤ 0
@@ -713,7 +702,7 @@ class DiscreteLaplace(Mechanism):
     @property
     def epsilon0(self) -> float:
         """ε0 = Δ/t, the mechanism's exact pure-DP parameter (rounded up)."""
-        return _float_up(self.sensitivity / Fraction(self.scale))
+        return _math.float_up(self.sensitivity / Fraction(self.scale))
 
     @overload
     def release(self, value: int | float | np.integer[Any], rng: RNGLike = None) -> int: ...
@@ -823,7 +812,7 @@ class DiscreteGaussian(Mechanism):
     @property
     def rho(self) -> float:
         """ρ = Δ²/(2σ²), the tight zCDP parameter (rounded up)."""
-        return _float_up(Fraction(self.sensitivity**2) / (2 * self.sigma_squared))
+        return _math.float_up(Fraction(self.sensitivity**2) / (2 * self.sigma_squared))
 
     @overload
     def release(self, value: int | float | np.integer[Any], rng: RNGLike = None) -> int: ...

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
 
 from sharpdp import _divergences, _validate
 from sharpdp.conversions import pure_dp_to_zcdp, register
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.guarantees import ZCDP, PureDP
+from sharpdp.mechanisms._samplers import RNGLike, as_generator
 from sharpdp.mechanisms.base import Mechanism
 
 __all__ = ["RandomizedResponse"]
@@ -50,6 +54,57 @@ class RandomizedResponse(Mechanism):
         other = 1.0 / (math.exp(self.epsilon_) + self.categories - 1)
         top = 1.0 / (1.0 + (self.categories - 1) * math.exp(-self.epsilon_))
         return [top if i == v else other for i in range(self.categories)]
+
+    def release(self, value: Any, rng: RNGLike = None) -> Any:
+        """Report each true category ``value`` through randomized response, exactly.
+
+        The report is v + R (mod k) where R is the exponential mechanism's choice (monotonic,
+        ε, Δ = 1) on the scores (1, 0, …, 0): P[R = 0] = e^ε/(e^ε + k − 1) and each r ≠ 0 has
+        1/(e^ε + k − 1), so every other category is reported with that probability. R is drawn
+        by the exact race of :mod:`sharpdp.mechanisms._race` (no float exp or log decides it).
+
+        Args:
+            value: a category in {0, …, k−1}, or an integer array of them (each entry is one use
+                of the mechanism).
+            rng: a seed or a ``numpy.random.Generator``.
+
+        Returns:
+            An ``int`` for a scalar input, else an int64 array of the input's shape.
+
+        Raises:
+            InvalidParameter: for non-integer values or categories outside {0, …, k−1}.
+
+        Examples:
+            >>> import sharpdp as sdp
+            >>> sdp.RandomizedResponse(1.0, categories=3).release([0, 2, 1], rng=0).shape
+            (3,)
+        """
+        from sharpdp.mechanisms import _race  # deferred: selection machinery is heavier
+
+        v = self._categories_of(value)
+        scores = np.zeros(self.categories)
+        scores[0] = 1.0
+        c = Fraction(self.epsilon_)  # monotonic with Δ = 1: c = ε
+        draws = _race.race(_race.offsets(scores, c), 1, "gumbel", as_generator(rng), v.size)
+        out = (v.ravel() + draws[:, 0]) % self.categories
+        return int(out[0]) if v.ndim == 0 else out.reshape(v.shape).astype(np.int64)
+
+    def _categories_of(self, value: Any) -> Any:
+        arr = np.asarray(value)
+        if arr.size == 0 and arr.dtype == np.float64:  # e.g. [] : no categories to report
+            return arr.astype(np.int64)
+        integral = arr.dtype != np.bool_ and np.issubdtype(arr.dtype, np.integer)
+        if arr.dtype == object:  # Python ints too large for int64 (rejected by the range check)
+            integral = all(isinstance(x, int) and not isinstance(x, bool) for x in arr.ravel())
+        if not integral:
+            raise InvalidParameter(
+                f"value must be an integer category or an array of them, got {value!r}"
+            )
+        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.categories):
+            raise InvalidParameter(
+                f"categories must lie in [0, {self.categories}), got {value!r}"
+            )
+        return arr.astype(np.int64)
 
     def _renyi(self, alpha: float) -> float:
         return _divergences.rr_renyi(self.epsilon_, alpha, self.categories)
