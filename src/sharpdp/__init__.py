@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from sharpdp.accountant import Accountant
+from sharpdp.clt import CLTEstimate, clt_estimate
 from sharpdp.composition import Composition, compose, max_compositions
 from sharpdp.conversions import convert
 from sharpdp.errors import (
@@ -65,6 +66,7 @@ __all__ = [
     "ApproxZCDP",
     "BoundedRange",
     "BudgetExceeded",
+    "CLTEstimate",
     "Composition",
     "DiscreteGaussian",
     "DiscreteLaplace",
@@ -87,6 +89,7 @@ __all__ = [
     "TopK",
     "__version__",
     "calibrate",
+    "clt_estimate",
     "compose",
     "convert",
     "max_compositions",

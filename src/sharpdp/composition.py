@@ -34,6 +34,7 @@ from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
 from sharpdp.guarantees import GDP, ZCDP, ApproxDP, BoundedRange, Guarantee
 
 if TYPE_CHECKING:
+    from sharpdp.clt import CLTEstimate
     from sharpdp.loss import PLDResult
 
 __all__ = ["Analysis", "Composition", "Explanation", "compose", "max_compositions"]
@@ -574,6 +575,14 @@ class Composition(Guarantee):
 
     def _renyi(self, alpha: float) -> float:
         return _RDPSum(self.items)._renyi(alpha)
+
+    def clt_estimate(self) -> CLTEstimate:
+        """The central-limit μ-GDP *estimate* of this composition (not a guarantee; see
+        :func:`sharpdp.clt.clt_estimate`). Its ``epsilon(delta)`` is an approximation that may
+        be below the true value."""
+        from sharpdp.clt import clt_estimate
+
+        return clt_estimate(self.items)
 
 
 def _all_analyses() -> list[Analysis]:
