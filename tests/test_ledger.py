@@ -211,6 +211,18 @@ class _Lossy(Guarantee):
         object.__setattr__(self, "value", 2.0 * value)
 
 
+def test_exact_rational_parameters_round_trip(tmp_path: Path) -> None:
+    from fractions import Fraction
+
+    item = sdp.DiscreteGaussian(Fraction(7, 3), sensitivity=2)
+    text = _serialize.dumps(item)
+    assert '{"fraction":"7/3"}' in text
+    assert _serialize.loads(text) == item
+    with Accountant(budget=sdp.ZCDP(1.0), ledger=tmp_path / "f.sqlite") as acc:
+        acc.spend(item)
+        assert acc.history()[0].item == item
+
+
 def test_cannot_describe() -> None:
     with pytest.raises(sdp.InvalidParameter, match="function"):
         _serialize.dumps(sdp.RDP.from_function(lambda a: 0.1 * a))
@@ -251,6 +263,9 @@ def test_registered_user_type_round_trips() -> None:
         '{"type": "PureDP", "params": {"epsilon": {"float": "huge"}}}',
         '{"type": 3, "params": {}}',
         '{"type": "PureDP", "params": [1.0]}',
+        '{"type": "DiscreteGaussian", "params": {"sigma": {"fraction": "7/0"}}}',
+        '{"type": "DiscreteGaussian", "params": {"sigma": {"fraction": 3}}}',
+        '{"type": "DiscreteGaussian", "params": {"sigma": {"fraction": "1/2/3"}}}',
     ],
 )
 def test_bad_descriptions(text: str) -> None:

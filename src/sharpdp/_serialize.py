@@ -11,6 +11,7 @@ equality (caches are skipped), under the name of the constructor keyword: a fiel
   ``inf``/``-inf`` → ``{"float": "inf"}``/``{"float": "-inf"}`` (JSON has no infinities; NaN is
   never a valid parameter);
 * ``int``, ``bool``, ``str``, ``None`` → the JSON scalar;
+* ``Fraction`` → ``{"fraction": "p/q"}`` (exact rationals, e.g. a discrete Gaussian's σ);
 * ``tuple``/``list`` → a JSON array (decoded as a tuple);
 * a nested guarantee (e.g. the items of a composition) → its own description.
 
@@ -33,6 +34,7 @@ import json
 import math
 import sys
 import threading
+from fractions import Fraction
 from typing import Any, TypeVar
 
 from sharpdp.errors import InvalidParameter, SharpDPError
@@ -191,6 +193,8 @@ def _encode(value: object, where: str) -> Any:
         if math.isinf(value):
             return {"float": "inf" if value > 0 else "-inf"}
         return float(value)
+    if isinstance(value, Fraction):  # exact rationals (e.g. a discrete Gaussian's σ = 7/2)
+        return {"fraction": f"{value.numerator}/{value.denominator}"}
     if isinstance(value, tuple | list):
         return [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, Guarantee):
@@ -213,8 +217,20 @@ def _decode(value: object, where: str) -> Any:
             if value["float"] == "-inf":
                 return -math.inf
             raise InvalidParameter(f"{where}: unknown special float {value['float']!r}")
+        if set(value) == {"fraction"}:
+            return _decode_fraction(value["fraction"], where)
         return from_description(value)
     raise InvalidParameter(f"{where}: cannot decode {value!r}")
+
+
+def _decode_fraction(text: object, where: str) -> Fraction:
+    num, sep, den = str(text).partition("/") if isinstance(text, str) else ("", "", "")
+    try:
+        if not sep:
+            raise ValueError
+        return Fraction(int(num), int(den))
+    except (ValueError, ZeroDivisionError):
+        raise InvalidParameter(f"{where}: bad fraction {text!r} (want 'p/q')") from None
 
 
 def _reject_constant(name: str) -> float:
