@@ -178,3 +178,18 @@ def test_the_short_cuts_never_change_the_answer(items: list, adaptive: bool) -> 
     for eps in (0.5, 3.0):
         rows = [r.value for r in c.explain(epsilon=eps).rows if r.value is not None]
         assert c.delta(eps) == pytest.approx(min(rows), rel=1e-9, abs=1e-300)
+
+
+def test_the_pld_stops_refining_only_when_it_cannot_win() -> None:
+    from sharpdp.composition import _PLDGuarantee, _normalise
+    from sharpdp.loss import compose_pld
+
+    items = _normalise([(sdp.Laplace(20.0), 40), (sdp.RandomizedResponse(0.05), 30)])
+    g = _PLDGuarantee(items)
+    fine_lo, _ = compose_pld(list(items)).epsilon_bracket(1e-6)
+    # no rival: the fully refined value
+    assert g.value_unless_beaten("epsilon", 1e-6, math.inf) == g.epsilon(1e-6)
+    # a rival below every possible PLD value: a coarse value, still a valid (upper) bound
+    coarse = g.value_unless_beaten("epsilon", 1e-6, 0.0)
+    assert coarse >= fine_lo
+    assert g.value_unless_beaten("delta", 1.0, 0.0) >= compose_pld(list(items)).delta_bracket(1.0)[0]

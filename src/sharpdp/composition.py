@@ -559,19 +559,31 @@ class Composition(Guarantee):
                 continue
         return False
 
+    def _minimum(self, quantity: str, at: float, worst: float) -> float:
+        """The least value over the needed analyses; costly refinable ones (the PLD) go last and
+        are told the best value so far, so they stop refining once they provably cannot win."""
+        needed = self._needed()
+        cheap = [(a, g) for a, g in needed if not isinstance(g, _Refinable)]
+        costly = [(a, g) for a, g in needed if isinstance(g, _Refinable)]
+        values = [r.value for r in self._rows(quantity, at, cheap) if r.value is not None]
+        best = min(values, default=worst)
+        for _, g in costly:
+            assert isinstance(g, _Refinable)
+            try:
+                best = min(best, g.value_unless_beaten(quantity, at, best))
+            except (NotImplied, NumericalError):
+                continue
+        return best
+
     def _epsilon(self, delta: float) -> float:
         if not self.items:
             return 0.0
-        rows = self._rows("epsilon", delta, self._needed())
-        values = [r.value for r in rows if r.value is not None]
-        return min(values) if values else math.inf
+        return self._minimum("epsilon", delta, math.inf)
 
     def _delta(self, epsilon: float) -> float:
         if not self.items:
             return 0.0
-        rows = self._rows("delta", epsilon, self._needed())
-        values = [r.value for r in rows if r.value is not None]
-        return min(values) if values else 1.0
+        return self._minimum("delta", epsilon, 1.0)
 
     def _renyi(self, alpha: float) -> float:
         return _RDPSum(self.items)._renyi(alpha)
@@ -670,8 +682,29 @@ class _PLDGuarantee(Guarantee):
 
         return loss.compose_pld(list(self.items))
 
+    @functools.cached_property
+    def _coarse(self) -> PLDResult:
+        from sharpdp import loss
+
+        return loss.compose_pld(list(self.items), target_relative_error=_COARSE)
+
+    def value_unless_beaten(self, quantity: str, at: float, rival: float) -> float:
+        """ε(δ) (or δ(ε)) of the PLD composition, or a valid but unrefined value when a coarse
+        composition's *optimistic* bound — below the exact value of this analysis — already
+        reaches ``rival``: refining could then never produce a value under ``rival``."""
+        coarse = self._coarse
+        lo, hi = coarse.epsilon_bracket(at) if quantity == "epsilon" else coarse.delta_bracket(at)
+        if lo >= rival:
+            return hi
+        return self._epsilon(at) if quantity == "epsilon" else self._delta(at)
+
     def _epsilon(self, delta: float) -> float:
         return self._result.epsilon(delta)
 
     def _delta(self, epsilon: float) -> float:
         return self._result.delta(epsilon)
+
+
+#: Relative accuracy of the coarse PLD pass that decides whether refining can pay off.
+_COARSE = 1e-2
+_Refinable = _PLDGuarantee
