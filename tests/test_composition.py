@@ -181,7 +181,7 @@ def test_the_short_cuts_never_change_the_answer(items: list, adaptive: bool) -> 
 
 
 def test_the_pld_stops_refining_only_when_it_cannot_win() -> None:
-    from sharpdp.composition import _PLDGuarantee, _normalise
+    from sharpdp.composition import _normalise, _PLDGuarantee
     from sharpdp.loss import compose_pld
 
     items = _normalise([(sdp.Laplace(20.0), 40), (sdp.RandomizedResponse(0.05), 30)])
