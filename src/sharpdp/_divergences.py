@@ -10,6 +10,7 @@ loss Z = log(P/Q)(Y) with Y ~ P, δ(ε) = E_P[(1 − e^{ε−Z})_+], D_α the R�
 from __future__ import annotations
 
 import math
+import sys
 
 from sharpdp import _math
 
@@ -49,6 +50,9 @@ def rr_renyi(epsilon: float, alpha: float, categories: int = 2) -> float:
     if alpha == math.inf:
         return epsilon
     e = math.exp(-epsilon)
+    if e == 0.0 or math.isinf((alpha - 1.0) * epsilon):
+        # D_α ≤ D_∞ = ε, and here D_α = ε − O(e^{−ε} + log(k)/(α − 1)) rounds to ε
+        return epsilon
     norm = 1.0 + (categories - 1) * e
     p = [1.0 / norm, e / norm]
     z = [epsilon, -epsilon]
@@ -144,6 +148,8 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
     if mu == math.inf:
         return 0.0
     a = 0.5 * mu - epsilon / mu
+    if math.isinf(a):  # ε/μ beyond the float range: δ < Φ(a) is positive but below e^{-1e308}
+        return -sys.float_info.max
     b = a - mu
     if a > 0.0:
         return _math.log_sub_exp(_math.log_ndtr(a), epsilon + _math.log_ndtr(b))
@@ -152,7 +158,8 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
         # erfcx is strictly decreasing; a non-positive difference is pure rounding. Bound it above
         # by the derivative: erfcx(x1) − erfcx(x2) ≤ (x2 − x1)·|erfcx'(x1)| ≤ (x2 − x1)·2/√π.
         diff = (mu / _SQRT2) * 2.0 / math.sqrt(math.pi)
-    return -0.5 * a * a + math.log(0.5 * diff)
+    # (a positive diff can be subnormal: log(0.5·diff) could underflow to log 0)
+    return -0.5 * a * a + math.log(max(diff, 5e-324)) - math.log(2.0)
 
 
 def gaussian_delta(mu: float, epsilon: float) -> float:
@@ -223,7 +230,8 @@ def br_renyi(eta: float, alpha: float) -> float:
         return 0.0
     if math.isinf(eta):
         return math.inf
-    if alpha == math.inf:
+    if alpha == math.inf or math.isinf(alpha * eta):
+        # D_α ≤ D_∞ = η; when α·η overflows, η is so large that D_α rounds to η anyway.
         return eta
     # s* = η − t*, computed directly (t* can lie within an ulp of η when η is large).
     if alpha == 1.0:
@@ -251,7 +259,10 @@ def br_delta(eta: float, epsilon: float) -> float:
         return 0.0
     if math.isinf(eta):
         return 1.0
-    return min(1.0, _math.up(math.expm1(0.5 * (epsilon - eta)) ** 2 / -math.expm1(-eta)))
+    # a·(a/b), not a²/b: for tiny η the square a² ≈ (η − ε)²/4 underflows while δ ≈ η/4 does not
+    a = -math.expm1(0.5 * (epsilon - eta))
+    value = _math.up(a * (a / -math.expm1(-eta)))
+    return min(1.0, value if value > 0.0 else 5e-324)  # ε < η: δ(ε) > 0, never reported as 0
 
 
 def br_epsilon(eta: float, delta: float) -> float:

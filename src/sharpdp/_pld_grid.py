@@ -54,6 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sharpdp._pld_pairs import GridContents
+from sharpdp.errors import NumericalError
 
 __all__ = ["optimistic_masses", "pessimistic_masses", "rounded_down_masses"]
 
@@ -69,7 +70,7 @@ def pessimistic_masses(c: GridContents) -> tuple[FloatArray, float]:
     """
     h = c.h
     f_up = 1.0 / -math.expm1(-h)
-    f_dn = 1.0 / math.expm1(h)
+    f_dn = math.exp(-h) / -math.expm1(-h)  # 1/(e^h − 1), without overflow for h > 709
     m = c.atoms + c.atoms_err
     m[1:] += (c.d + c.d_err) * f_up
     m[:-1] += (c.u + c.u_err) * f_dn
@@ -146,6 +147,8 @@ def optimistic_masses(c: GridContents, pivot: int | None = None) -> tuple[FloatA
             default the node nearest to the mean loss.
     """
     h = c.h
+    if h > 700.0:  # e^h below overflows; such a grid says nothing optimistic anyway
+        raise NumericalError(f"the grid step {h!r} is too coarse for the optimistic PLD")
     n = c.hi - c.lo + 1
     eh = math.exp(h)
     emh = math.exp(-h)

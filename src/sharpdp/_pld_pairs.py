@@ -383,9 +383,12 @@ class FinitePair(DominatingPair):
             return np.full(np.shape(beta), -np.inf)
         logm = np.log(ms[keep])
         b = np.asarray(beta, dtype=np.float64).reshape(-1, 1)
-        z = logm[None, :] + b * ls[keep][None, :]
+        with np.errstate(over="ignore"):  # β·L beyond the float range: the MGF is +inf there
+            z = logm[None, :] + b * ls[keep][None, :]
         top = z.max(axis=1, keepdims=True)
-        out = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
+        shift = np.where(np.isfinite(top), top, 0.0)  # a row with top = ±inf sums to ±inf
+        with np.errstate(over="ignore", divide="ignore"):
+            out = top[:, 0] + np.log(np.exp(z - shift).sum(axis=1))
         return np.asarray(out.reshape(np.shape(beta)), dtype=np.float64)
 
     def loss_bound(self) -> float:
@@ -613,8 +616,14 @@ class LaplacePair(DominatingPair):
         live = b2 > a2
         width = np.where(live, b2 - a2, 0.0)
         s_w = np.sinh(width / 4.0)
-        d = 2.0 * np.exp((a - e0) / 2.0) * np.sinh((a2 + b2 - 2.0 * a) / 4.0) * s_w
-        u = 2.0 * np.exp((b - e0) / 2.0) * np.sinh((2.0 * b - a2 - b2) / 4.0) * s_w
+        # 2e^{x}·sinh(y) = e^{x + y}·(1 − e^{−2y}) (y ≥ 0): no sinh overflow on wide cells, whose
+        # e^{x} underflows (0·inf would be NaN). D's exponent (a′ + b′)/4 − ε0/2 is ≤ 0; U's,
+        # b − ε0/2 − (a′ + b′)/4, may exceed the float range on a wide cell: U = inf there.
+        y_d = np.where(live, (a2 + b2 - 2.0 * a) / 4.0, 0.0)
+        y_u = np.where(live, (2.0 * b - a2 - b2) / 4.0, 0.0)
+        d = np.exp((a2 + b2) / 4.0 - e0 / 2.0) * -np.expm1(-2.0 * y_d) * s_w
+        with np.errstate(over="ignore"):
+            u = np.exp(b - e0 / 2.0 - (a2 + b2) / 4.0) * -np.expm1(-2.0 * y_u) * s_w
         d = np.where(live, d, 0.0)
         u = np.where(live, u, 0.0)
         # Relative error: a few ulps per elementary function, plus the node rounding (|t|·u, an

@@ -21,7 +21,10 @@ def real(name: str, value: object, *, allow_inf: bool = False) -> float:
         raise InvalidParameter(
             f"{name} must be a real number, got {value!r} ({type(value).__name__})"
         )
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int or Fraction beyond the float range: it is ±inf as a float
+        x = -math.inf if value < 0 else math.inf
     if math.isnan(x):
         raise InvalidParameter(f"{name} must not be NaN")
     if math.isinf(x) and not allow_inf:

@@ -47,7 +47,13 @@ def _normalise(items: Iterable[Item]) -> Items:
     if isinstance(items, Guarantee):
         raise InvalidParameter("items must be a sequence of guarantees; wrap a single one in a list")
     out: list[tuple[Guarantee, int]] = []
-    for entry in items:
+    try:
+        entries = list(items)
+    except TypeError:
+        raise InvalidParameter(
+            f"items must be a sequence of guarantees or (guarantee, count) pairs, got {items!r}"
+        ) from None
+    for entry in entries:
         if isinstance(entry, Composition):
             out.extend(entry.items)
             continue
@@ -185,14 +191,18 @@ class _KOV(Guarantee):
         k, e0 = self.k, self.epsilon0
         if e0 == 0.0:
             return -math.inf
-        i_max = math.ceil((k * e0 - epsilon) / (2.0 * e0)) - 1  # terms with (k−2i)ε0 > ε
+        # terms with (k−2i)ε0 > ε, decided exactly (k·ε0 may round onto ε in floats)
+        i_max = math.ceil((k * Fraction(e0) - Fraction(epsilon)) / (2 * Fraction(e0))) - 1
         if i_max < 0:
             return -math.inf
         i = np.arange(min(i_max, k) + 1, dtype=np.float64)
         from scipy.special import gammaln
 
         log_binom = gammaln(k + 1.0) - gammaln(i + 1.0) - gammaln(k - i + 1.0)
+        # the float gap errs by a few ulps of its terms; rounding it *up* by that keeps every
+        # positive term (a larger gap only enlarges δ: valid)
         gap = (k - 2.0 * i) * e0 - epsilon
+        gap = gap + 2.0**-50 * (np.abs(k - 2.0 * i) * e0 + epsilon) + 5e-324
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = log_binom + (k - i) * e0 + np.log(-np.expm1(-gap))
         terms = terms[gap > 0.0]
@@ -207,7 +217,8 @@ class _KOV(Guarantee):
         if epsilon == math.inf:
             return -math.expm1(self.k * math.log1p(-self.delta0)) if self.delta0 > 0 else 0.0
         # lgamma and the sums err by far less than 1e-9 relative; round up by that.
-        rr = min(1.0, math.exp(self._log_delta_rr(epsilon)) * (1.0 + 1e-9))
+        # exp_up: a positive δ that underflows is reported as 5e-324, never 0 (which is pure DP)
+        rr = min(1.0, _math.exp_up(self._log_delta_rr(epsilon) + 1e-9))
         if self.delta0 == 0.0:
             return rr
         # δ = a + (1 − a)·δ_RR with a = 1 − (1 − δ0)^k, increasing in a: round a up (log1p,
@@ -252,7 +263,17 @@ def _kov(items: Items, adaptive: bool) -> Guarantee:
     if len(pairs) != 1:
         raise NotImplied("KOV needs every item (ε0, δ0)-DP with the same (ε0, δ0)")
     (e0, d0), = pairs
-    return _KOV(e0, d0, sum(c for _, c in items))
+    k = sum(c for _, c in items)
+    if k > _KOV_MAX_K:
+        raise NotImplied(
+            f"KOV is evaluated for at most {_KOV_MAX_K} items (O(k) work per evaluation); got {k}"
+        )
+    if not math.isfinite(2.0 * k * e0):
+        raise NotImplied(f"k·ε0 = {k}·{e0!r} is beyond the float range")
+    return _KOV(e0, d0, k)
+
+
+_KOV_MAX_K = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -296,7 +317,7 @@ class _DDR(Guarantee):
         if epsilon == math.inf:
             return 0.0
         # lgamma and the log-sum-exp err by far less than 1e-9 relative; round up by that.
-        return min(1.0, math.exp(self._log_delta(epsilon)) * (1.0 + 1e-9))
+        return min(1.0, _math.exp_up(self._log_delta(epsilon) + 1e-9))
 
     def _epsilon(self, delta: float) -> float:
         if self._delta(0.0) <= delta:
@@ -418,7 +439,7 @@ class _Advanced(Guarantee):
         rest = epsilon - k * e0 * math.expm1(e0)
         if rest <= 0.0 or e0 == 0.0:
             return 1.0 if e0 > 0.0 else min(1.0, k * self.delta0)
-        slack = math.exp(-(rest / e0) ** 2 / (2.0 * k))
+        slack = _math.exp_up(-(rest / e0) ** 2 / (2.0 * k))
         return min(1.0, _math.up(k * self.delta0 + slack))
 
 
@@ -538,10 +559,12 @@ class Composition(Guarantee):
             raise InvalidParameter("give exactly one of delta and epsilon")
         if delta is not None:
             self.epsilon(delta)  # validates
-            return Explanation("epsilon", delta, self._rows("epsilon", delta, self._prepared()))
+            d = _validate.probability("delta", delta)
+            return Explanation("epsilon", d, self._rows("epsilon", d, self._prepared()))
         assert epsilon is not None
         self.delta(epsilon)
-        return Explanation("delta", epsilon, self._rows("delta", epsilon, self._prepared()))
+        e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
+        return Explanation("delta", e, self._rows("delta", e, self._prepared()))
 
     def certifies(self, epsilon: float, delta: float) -> bool:
         """Whether some valid analysis certifies (ε, δ)-DP (stops at the first that does)."""
@@ -667,7 +690,15 @@ def _pld(items: Items, adaptive: bool) -> Guarantee:
     for g, _ in items:
         if not loss.supports(g):
             raise NotImplied(f"no dominating pair is registered for {g!r}")
+    k = sum(c for _, c in items)
+    if k > _PLD_MAX_K:
+        # the composed loss spans ~k·(range) and the grid grows with it; skipping an analysis
+        # never affects validity, and at such k the RDP/zCDP analyses are close to tight
+        raise NotImplied(f"the PLD analysis is run for at most {_PLD_MAX_K} items; got {k}")
     return _PLDGuarantee(items)
+
+
+_PLD_MAX_K = 10_000_000
 
 
 @dataclass(frozen=True)

@@ -255,7 +255,9 @@ def pure_dp_to_zcdp(g: PureDP) -> ZCDP:
     [Steinke 2024, "Tight RDP & zCDP bounds from pure DP", Thm 5.] Tight: randomized response
     attains it. Never larger than BS16's ε²/2.
     """
-    return ZCDP(_math.up(g.epsilon_ * math.tanh(0.5 * g.epsilon_)))
+    rho = _math.up(g.epsilon_ * math.tanh(0.5 * g.epsilon_))
+    # ε·tanh(ε/2) ≈ ε²/2 underflows for ε < 1e-162: a positive ρ is never reported as 0
+    return ZCDP(5e-324 if rho == 0.0 and g.epsilon_ > 0.0 else rho)
 
 
 @register(
@@ -461,7 +463,8 @@ def bounded_range_to_zcdp(g: BoundedRange) -> ZCDP:
 
     Valid; not tight (the certified route gives ≈ η²/8 − η⁴/576, the maximal KL divergence).
     """
-    return ZCDP(g.eta * g.eta / 8.0)
+    rho = _math.up(g.eta * g.eta / 8.0)  # rounded up; a positive ρ never underflows to 0
+    return ZCDP(5e-324 if rho == 0.0 and g.eta > 0.0 else rho)
 
 
 @register(

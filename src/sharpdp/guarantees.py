@@ -46,6 +46,11 @@ __all__ = [
 ]
 
 
+#: Largest group size accepted by :meth:`Guarantee.group` (beyond it, k·x would overflow Python's
+#: int-to-float conversion; no data set has that many records anyway).
+_MAX_GROUP = 2**53
+
+
 def _evaluate(hook: Callable[[float], float], arg: float, what: str, owner: object) -> float:
     """Run a hook; floating-point failures become the library's NumericalError, NaN too."""
     try:
@@ -119,6 +124,8 @@ class Guarantee:
     def group(self, k: int) -> Guarantee:
         """The guarantee for groups of ``k`` individuals (inputs differing in up to k records)."""
         kk = _validate.integer("k", k, minimum=1)
+        if kk > _MAX_GROUP:  # k·x must stay a float operation (int → float overflows past 1e308)
+            raise InvalidParameter(f"k must be <= 2**53, got {kk}")
         if kk == 1:
             return self
         return self._group(kk)

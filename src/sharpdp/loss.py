@@ -54,7 +54,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from sharpdp import _validate
+from sharpdp import _math, _validate
 from sharpdp._pld_grid import optimistic_masses, pessimistic_masses
 from sharpdp._pld_pairs import (
     DominatingPair,
@@ -108,6 +108,8 @@ MAX_BINS = 2**22
 MAX_REFINEMENTS = 6
 #: Orders β at which moment generating functions are tracked (log-spaced, both signs, and 0).
 _POS = 2.0 ** (np.arange(-12, 25) / 2.0)
+#: Largest |loss|/h of a pair that the grid discretises (node indices are int64).
+_MAX_NODES = 2.0**60
 MGF_ORDERS = np.concatenate([-_POS[::-1], [0.0], _POS])
 _ZERO = _POS.size  # index of β = 0
 
@@ -836,11 +838,12 @@ def _power(p: DiscretePLD, k: int, tail: float, final: bool = False) -> Discrete
         u_loss = j_hi * h + big_phase
         l_loss = j_lo * h + big_phase
         terms = []
-        if j_hi < support_hi and above.any():
-            terms.append(float(np.min(vals[above] + (lam - MGF_ORDERS[above]) * u_loss)))
-        if j_lo > support_lo and below.any():
-            terms.append(float(np.min(vals[below] + (lam - MGF_ORDERS[below]) * l_loss)))
-        alias = sum(math.exp(t) for t in terms)
+        with np.errstate(over="ignore"):  # a Chernoff exponent below −1e308: the term is 0
+            if j_hi < support_hi and above.any():
+                terms.append(float(np.min(vals[above] + (lam - MGF_ORDERS[above]) * u_loss)))
+            if j_lo > support_lo and below.any():
+                terms.append(float(np.min(vals[below] + (lam - MGF_ORDERS[below]) * l_loss)))
+        alias = sum(_math.exp_up(t) for t in terms)
     x = p.data
     z = np.fft.rfft(x, big)
     r = np.abs(z)
@@ -1118,9 +1121,10 @@ class PLDResult:
 
     def _log_mgf(self, beta: FloatArray) -> FloatArray:
         total = np.zeros(beta.size)
-        for pair, count in self.items:
-            total = total + count * pair.log_mgf(beta)
-        return total
+        with np.errstate(over="ignore", invalid="ignore"):  # an MGF beyond the float range: +inf
+            for pair, count in self.items:
+                total = total + count * pair.log_mgf(beta)
+        return np.where(np.isnan(total), np.inf, total)
 
     def _chernoff_epsilon(self, delta: float) -> tuple[float, float]:
         """(ε, λ): the Chernoff/CKS-type upper bound min_λ (log M(λ) + log c(λ) − log(δ − p∞))/λ,
@@ -1132,8 +1136,14 @@ class PLDResult:
         i = int(np.argmin(vals))
         return max(float(vals[i]), 0.0), min(float(_POS[i]), self._max_tilt())
 
+    def _chernoff_log_delta(self, epsilon: float) -> FloatArray:
+        """log M(λ) + log c(λ) − λε at the tilts _POS (+inf where ε or the MGF overflows)."""
+        with np.errstate(over="ignore", invalid="ignore"):  # inf − inf: no bound at that tilt
+            vals = self._log_mgf(_POS) + _log_c(_POS) - _POS * epsilon
+        return np.where(np.isnan(vals), np.inf, vals)
+
     def _chernoff_tilt(self, epsilon: float) -> float:
-        vals = self._log_mgf(_POS) + _log_c(_POS) - _POS * epsilon
+        vals = self._chernoff_log_delta(epsilon)
         return min(float(_POS[int(np.argmin(vals))]), self._max_tilt())
 
     def _width(self) -> float:
@@ -1167,7 +1177,10 @@ class PLDResult:
         if best is None:
             return h
         a = best[1]
-        return a / math.ceil(a / h * (1.0 - 1e-12))
+        steps = a / h * (1.0 - 1e-12)
+        if not math.isfinite(steps):  # a lattice beyond the float range: nothing to align
+            return h
+        return a / math.ceil(steps)
 
     def _initial_h(self, eps_hat: float, delta: float) -> float:
         k, var = self._spread()
@@ -1177,7 +1190,10 @@ class PLDResult:
         h = s * math.sqrt(8.0 * self.target_relative_error * scale) / z
         h = min(h, s / 4.0, scale / 16.0)
         # never start with more than 2^18 bins over the composed range
-        return self._align(max(h, self._width() / 2**18, 1e-9))
+        width = self._width()
+        if not math.isfinite(width):
+            raise NumericalError("the composed privacy loss spans more than the float range")
+        return self._align(max(h, width / 2**18, 1e-9))
 
     # -- evaluation --------------------------------------------------------------------------------
     def plds(
@@ -1185,6 +1201,11 @@ class PLDResult:
     ) -> tuple[DiscretePLD, DiscretePLD]:
         """The (pessimistic, optimistic) composed PLDs at grid spacing h and the given tilt."""
         h = _validate.positive("value_discretization", value_discretization)
+        if any(not pair.loss_bound() / h < _MAX_NODES for pair, _ in self.items):
+            # grid indices (loss/h) must fit in int64, and phases/alignments in floats
+            raise NumericalError(
+                f"a privacy loss beyond {_MAX_NODES:g} grid steps of {h!r} is not discretised"
+            )
         key = (h, float(tilt))
         hit = self._cache.get(key)
         if hit is not None:
@@ -1276,8 +1297,13 @@ class PLDResult:
         if e == math.inf or p_inf >= 1.0:
             return p_inf, p_inf
         lam = self._chernoff_tilt(e)
-        log_d = float(np.min(self._log_mgf(_POS) + _log_c(_POS) - _POS * e))
-        d_hat = min(0.5, max(math.exp(max(log_d, -700.0)), 1e-300))
+        log_d = float(np.min(self._chernoff_log_delta(e)))
+        if log_d < -700.0:
+            # δ(ε) − p∞ ≤ c(λ)e^{−λε}E_P[e^{λL}] (CKS20-type, with c(λ) = max_x (1 − e^{−x})e^{−λx})
+            # is already below e^{−700}: report it (padded against rounding) rather than
+            # discretise losses this far out in the tail.
+            return p_inf, min(1.0, _math.up(p_inf + _math.exp_up(log_d + 1e-9 * -log_d)))
+        d_hat = min(0.5, max(math.exp(min(max(log_d, -700.0), 0.0)), 1e-300))  # log_d may be inf
         h = self.value_discretization or self._initial_h(max(e, 1e-3), d_hat)
         # the truncated tails (each ≤ tail, moved to +∞) put a floor under the gap
         lo, hi = self._refine(lambda p, o: (o.delta(e), p.delta(e)), h, lam, 1e3 * self.tail)

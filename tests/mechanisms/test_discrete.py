@@ -665,7 +665,9 @@ def test_profile_is_never_below_brute_force(
 @given(
     kind=st.sampled_from(["laplace", "gaussian"]),
     sens=sensitivities,
-    alpha=st.floats(1.0, 60.0, allow_nan=False),
+    # α within 1e-6 of 1 (but not 1) is excluded: the mpmath reference divides by α − 1 and
+    # loses the digits the 1e-30 tolerance needs there (α = 1 itself is the KL limit).
+    alpha=st.one_of(st.just(1.0), st.floats(1.0 + 1e-6, 60.0, allow_nan=False)),
     data=st.data(),
 )
 def test_renyi_is_never_below_brute_force(

@@ -92,9 +92,11 @@ class FiniteLaw:
         if np.isnan(lp).any() or np.isposinf(lp).any():
             raise InvalidParameter("log_probabilities must not contain NaN or +inf")
         total = _log_sum_exp(lp)
-        if not abs(math.expm1(total)) <= _SUM_TOLERANCE:
+        # (|total| ≤ 1 first: expm1 and exp overflow for the log of a huge sum)
+        if not (abs(total) <= 1.0 and abs(math.expm1(total)) <= _SUM_TOLERANCE):
+            shown = math.exp(total) if total < 700.0 else f"e^{total!r}"
             raise InvalidParameter(
-                f"probabilities must sum to 1 (within {_SUM_TOLERANCE}), got {math.exp(total)!r}"
+                f"probabilities must sum to 1 (within {_SUM_TOLERANCE}), got {shown}"
             )
         object.__setattr__(self, "log_probabilities", _readonly(lp - total))
         if self.outcomes is not None:
@@ -146,6 +148,10 @@ class FiniteLaw:
 # -- integer noise families --------------------------------------------------------------------------
 
 
+#: Smallest noise parameter of the integer laws (the tail sums divide by it in floating point).
+_MIN_NOISE = 2.0**-60
+
+
 class IntegerNoise:
     """A symmetric, log-concave law on the integers (the noise Z of a :class:`ShiftLaw`).
 
@@ -186,7 +192,13 @@ class DiscreteLaplaceNoise(IntegerNoise):
     name: ClassVar[str] = "discrete Laplace"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", _validate.positive("scale", self.scale))
+        scale = _validate.positive("scale", self.scale)
+        if scale < _MIN_NOISE:  # 1/scale would leave the float range in the tail sums
+            raise InvalidParameter(
+                f"the exact audit needs scale >= 2**-60 (below, the law is the point mass at 0 "
+                f"to within e^(-2**60)), got {scale!r}"
+            )
+        object.__setattr__(self, "scale", scale)
 
     @property
     def _log_norm(self) -> float:
@@ -194,11 +206,13 @@ class DiscreteLaplaceNoise(IntegerNoise):
         return math.log1p(math.exp(-t)) - math.log(-math.expm1(-t))
 
     def log_pmf(self, z: IntArray) -> FloatArray:
-        return np.asarray(-np.abs(z).astype(np.float64) / self.scale - self._log_norm)
+        with np.errstate(over="ignore"):  # a subnormal scale: −inf off 0 is the exact limit
+            return np.asarray(-np.abs(z).astype(np.float64) / self.scale - self._log_norm)
 
     def log_ratio(self, y: IntArray, a: int, b: int) -> FloatArray:
-        # (|y − b| − |y − a|)/s with an exact integer numerator.
-        return np.asarray((np.abs(y - b) - np.abs(y - a)).astype(np.float64) / self.scale)
+        # (|y − b| − |y − a|)/s with an exact integer numerator (±inf past the float range).
+        with np.errstate(over="ignore"):
+            return np.asarray((np.abs(y - b) - np.abs(y - a)).astype(np.float64) / self.scale)
 
     def ratio_limit(self, d: int) -> float:
         return d / self.scale
@@ -222,7 +236,13 @@ class DiscreteGaussianNoise(IntegerNoise):
     name: ClassVar[str] = "discrete Gaussian"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", _validate.positive("sigma", self.sigma))
+        sigma = _validate.positive("sigma", self.sigma)
+        if sigma < _MIN_NOISE:  # 1/σ² would leave the float range in the tail sums
+            raise InvalidParameter(
+                f"the exact audit needs sigma >= 2**-60 (below, the law is the point mass at 0 "
+                f"to within e^(-2**119)), got {sigma!r}"
+            )
+        object.__setattr__(self, "sigma", sigma)
 
     @property
     def _log_norm(self) -> float:
@@ -356,15 +376,23 @@ def _log_softmax(logits: FloatArray) -> FloatArray:
 
 
 def _logits(coefficient: float, q: FloatArray) -> FloatArray:
-    """c·(q − max q) with −inf kept; c = ∞ keeps only the maxima, c = 0 is uniform on the finite."""
-    shifted = q - np.max(q)
+    """c·(q − max q) with −inf kept; c = ∞ keeps only the maxima, c = 0 is uniform on the finite.
+
+    All −inf (nothing left) gives all −inf. Overflows of q − max q or of the product are −inf,
+    their limit (the weight e^{c(q − max q)} underflows to 0).
+    """
+    if np.all(np.isneginf(q)):
+        return np.full(q.shape, -np.inf)
+    with np.errstate(over="ignore"):
+        shifted = q - np.max(q)
     if math.isinf(coefficient):
         return np.where(shifted == 0.0, 0.0, -np.inf)
     if coefficient == 0.0:
         return np.where(np.isneginf(q), -np.inf, 0.0)
-    return np.where(
-        np.isneginf(shifted), -np.inf, coefficient * np.where(np.isneginf(q), 0, shifted)
-    )
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(
+            np.isneginf(shifted), -np.inf, coefficient * np.where(np.isneginf(q), 0, shifted)
+        )
 
 
 def _scores(name: str, value: object) -> FloatArray:
@@ -381,12 +409,13 @@ def _score_neighbours(mechanism: Any, x: object, x_prime: object) -> bool:
     if not np.array_equal(np.isneginf(q), np.isneginf(qp)):
         return False
     live = np.isfinite(q)
-    diff = qp[live] - q[live]
-    # A few ulps of the scores' magnitude for the rounding of the difference itself.
-    slack = 4.0 * np.spacing(np.maximum(np.abs(q[live]), np.abs(qp[live])))
-    sens = float(mechanism.sensitivity)
-    if not bool(np.all(np.abs(diff) <= sens + slack)):
-        return False
+    with np.errstate(over="ignore"):  # a difference or bound beyond 1.8e308 is inf: compared as such
+        diff = qp[live] - q[live]
+        # A few ulps of the scores' magnitude for the rounding of the difference itself.
+        slack = 4.0 * np.spacing(np.maximum(np.abs(q[live]), np.abs(qp[live])))
+        sens = float(mechanism.sensitivity)
+        if not bool(np.all(np.abs(diff) <= sens + slack)):
+            return False
     if mechanism.monotonic:
         return bool(np.all(diff >= -slack) or np.all(diff <= slack))
     return True
@@ -433,24 +462,45 @@ def _register_selection() -> None:
             )
         tuples = np.array(list(itertools.permutations(range(q.size), k)), dtype=np.intp)
         return FiniteLaw(
-            _peeling_log_law(_logits(float(mechanism.coefficient), q), tuples),
+            _peeling_log_law(float(mechanism.coefficient), q, tuples),
             tuple(map(tuple, tuples.tolist())),
         )
 
 
-def _peeling_log_law(logits: FloatArray, tuples: npt.NDArray[np.intp]) -> FloatArray:
-    """log P[(i1..ik)] = Σ_j (l_{ij} − log Σ_{l ∉ {i1..i_{j−1}}} e^{l}) for every ordered tuple."""
+def _row_logits(coefficient: float, scores: FloatArray) -> FloatArray:
+    """:func:`_logits` of every row of a 2-D array (rows with nothing left are all −inf)."""
+    dead = np.isneginf(scores)
+    with np.errstate(over="ignore", invalid="ignore"):  # −inf − (−inf) only on dead entries
+        shifted = scores - np.max(scores, axis=1, keepdims=True)
+        if math.isinf(coefficient):
+            return np.where(~dead & (shifted == 0.0), 0.0, -np.inf)
+        if coefficient == 0.0:
+            return np.where(dead, -np.inf, 0.0)
+        scaled = coefficient * shifted
+    return np.where(dead | np.isneginf(scaled), -np.inf, scaled)
+
+
+def _peeling_log_law(
+    coefficient: float, q: FloatArray, tuples: npt.NDArray[np.intp]
+) -> FloatArray:
+    """log P[(i1..ik)] = Σ_j log softmax of round j for every ordered tuple.
+
+    Round j is the exponential mechanism P[i] ∝ e^{c·q_i} on the candidates not chosen yet; its
+    logits are taken relative to the best remaining score, so that c = ∞ is the uniform choice
+    among the remaining maxima (what the sampler does), not only among the overall maxima.
+    """
     m, k = tuples.shape
     rows = np.arange(m)
-    live = np.broadcast_to(logits, (m, logits.size)).copy()
+    remaining = np.broadcast_to(q, (m, q.size)).copy()  # −inf: excluded or already chosen
     out = np.zeros(m)
     for j in range(k):
         chosen = tuples[:, j]
-        top = np.max(live, axis=1)
-        with np.errstate(divide="ignore"):
-            norm = top + np.log(np.sum(np.exp(live - top[:, None]), axis=1))
-        out += logits[chosen] - norm
-        live[rows, chosen] = -np.inf
+        logits = _row_logits(coefficient, remaining)
+        with np.errstate(divide="ignore"):  # a row with nothing left has probability 0
+            norm = np.log(np.sum(np.exp(logits), axis=1))  # logits ≤ 0 with max 0: stable
+        pick = logits[rows, chosen]
+        out += np.where(np.isneginf(pick), -np.inf, pick - norm)
+        remaining[rows, chosen] = -np.inf
     return np.asarray(out)
 
 

@@ -117,10 +117,15 @@ def _s_small(lp: FloatArray, lq: FloatArray, z: FloatArray, lam: float) -> float
 
 
 def _log_pe(lp: FloatArray, z: FloatArray, lam: float) -> float:
-    """log Σ P·e^{λZ} (log-sum-exp)."""
-    terms = lp + lam * z
+    """log Σ P·e^{λZ} (log-sum-exp; +inf when λZ exceeds the float range)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = lp + lam * z
+    terms = np.where(np.isnan(terms), -np.inf, terms)  # P = 0 (lp = −inf) against λZ = +inf
     top = float(np.max(terms))
-    return top + math.log(float(np.sum(np.exp(terms - top))))
+    if math.isinf(top):
+        return top
+    with np.errstate(over="ignore"):  # terms far below the top: e^{−inf} = 0
+        return top + math.log(float(np.sum(np.exp(terms - top))))
 
 
 def _renyi_finite(
@@ -230,6 +235,15 @@ def _log_geometric_tail(log_s: Callable[[IntArray], FloatArray], edge: int, step
 def _phi(x: float) -> float:
     """φ(x) = e^x − 1 − x for a scalar (inf at ±inf)."""
     return math.inf if math.isinf(x) else _math.expm1mx(x)
+
+
+def _mass_phi(log_mass: float, x: float) -> float:
+    """e^{log_mass}·φ(x) without overflow: past x = 700, the upper bound e^{log_mass + x} ≥ it."""
+    if log_mass == -math.inf:
+        return 0.0
+    if x > 700.0:
+        return _exp(log_mass + x)
+    return _exp(log_mass) * _phi(x)
 
 
 def _exp(log_x: float) -> float:
@@ -346,7 +360,9 @@ class ShiftPair:
             lp, lq, z = self._window(self._lo, self._hi, forward)
             kl = float(np.sum(_p_phi_neg(lp, lq, z)))
             for tail in self._tails(self._lo, self._hi, forward, z):
-                bound_a = _exp(tail.log_mass) * max(_phi(-tail.z_lo), _phi(-tail.z_hi))
+                bound_a = max(
+                    _mass_phi(tail.log_mass, -tail.z_lo), _mass_phi(tail.log_mass, -tail.z_hi)
+                )
                 bound_b = _exp(self._log_tail_sum(tail, forward, self._log_q)) + _exp(
                     self._log_tail_sum(tail, forward, self._log_p_abs_z)
                 )

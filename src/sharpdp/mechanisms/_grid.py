@@ -41,6 +41,7 @@ __all__ = [
 _RESOLUTION_BITS = 30
 _MAX_SCALE_BITS = 50  # noise scale in grid units stays below 2**51 (the samplers allow 2**52)
 _MAX_UNITS = 2.0**62  # |value/γ| must fit in int64 with room for the noise
+_MIN_EXPONENT = -1074  # 2**-1074 = 5e-324, the smallest positive float
 
 
 def auto_granularity(noise_scale: float, sensitivity: float) -> float:
@@ -48,7 +49,7 @@ def auto_granularity(noise_scale: float, sensitivity: float) -> float:
     base = min(noise_scale, sensitivity) if sensitivity > 0 else noise_scale
     exponent = math.floor(math.log2(base)) - _RESOLUTION_BITS
     exponent = max(exponent, math.ceil(math.log2(noise_scale)) - _MAX_SCALE_BITS)
-    return math.ldexp(1.0, exponent)
+    return math.ldexp(1.0, max(exponent, _MIN_EXPONENT))  # never below the smallest subnormal
 
 
 def check_granularity(name: str, value: object, noise_scale: float) -> float:
@@ -86,7 +87,8 @@ def to_grid(value: object, granularity: float) -> tuple[npt.NDArray[np.int64], b
         raise InvalidParameter(f"value must be numeric, got booleans {value!r}")
     if not np.all(np.isfinite(x)):
         raise InvalidParameter(f"value must be finite, got {value!r}")
-    units = np.rint(x / granularity)  # exact: division by a power of two, then exact rounding
+    with np.errstate(over="ignore"):  # |x/γ| beyond the float range: rejected just below
+        units = np.rint(x / granularity)  # exact: division by a power of two, exact rounding
     if units.size and float(np.max(np.abs(units))) >= _MAX_UNITS:
         raise InvalidParameter(
             f"value {value!r} is too large for the grid step {granularity!r} (|value/step| must be "
@@ -96,8 +98,19 @@ def to_grid(value: object, granularity: float) -> tuple[npt.NDArray[np.int64], b
 
 
 def from_grid(units: npt.NDArray[np.int64], granularity: float, scalar: bool) -> Any:
-    """units·γ as float64 (exactly when |units| < 2⁵³; otherwise rounded: post-processing)."""
-    out = units.astype(np.float64) * granularity
+    """units·γ as float64 (exactly when |units| < 2⁵³; otherwise rounded: post-processing).
+
+    Raises:
+        InvalidParameter: if a released value overflows the float range.
+    """
+    with np.errstate(over="ignore"):
+        out = units.astype(np.float64) * granularity
+    if not np.all(np.isfinite(out)):
+        # a function of the released value only (post-processing), but useless to the caller
+        raise InvalidParameter(
+            "the released value lies beyond the float range; the noise scale is too large "
+            "(this draw counts as a use of the mechanism)"
+        )
     return float(out) if scalar else out
 
 

@@ -91,7 +91,10 @@ def offsets(q: FloatArray, c_num: Fraction | None) -> Offsets:
         keep = ql == top
         live, ql = live[keep], ql[keep]
         return Offsets(np.zeros(ql.size), live.astype(np.int64), lambda i: Fraction(0))
-    c_float = float(c_num)
+    try:
+        c_float = float(c_num)
+    except OverflowError:  # c beyond the float range (e.g. ε/Δ with a subnormal Δ)
+        c_float = math.inf
     with np.errstate(over="ignore", invalid="ignore"):
         approx = np.asarray(c_float * (ql - top), dtype=np.float64)
     approx[np.isnan(approx)] = 0.0  # c = 0 with an overflowed difference: the offset is 0

@@ -13,7 +13,9 @@ zCDP conversion of the mechanism has ρ′ ≤ ρ and ξ′ ≤ ξ) and ``GDP(μ
 
 from __future__ import annotations
 
+import inspect
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -156,24 +158,40 @@ def calibrate(
         >>> round(sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(1.0, 1e-6)).sigma, 6)
         4.224679
     """
-    family = _FAMILIES.get(mechanism)
+    family = _FAMILIES.get(mechanism) if isinstance(mechanism, type) else None
     if family is None:
         names = ", ".join(f.__name__ for f in _FAMILIES)
         raise InvalidParameter(f"mechanism must be one of {names}, got {mechanism!r}")
     meets(PureDP(0.0), target)  # validates the target's type
+    # The other constructor arguments: each given one must exist, each required one be given.
+    parameters = inspect.signature(mechanism).parameters
+    accepted = set(parameters) - {family.parameter, "sensitivity"}
+    unknown = sorted(set(fixed) - accepted)
+    if unknown:
+        raise InvalidParameter(
+            f"{mechanism.__name__} takes no argument {unknown[0]!r} (calibrate searches "
+            f"{family.parameter!r}; it also accepts {sorted(accepted)})"
+        )
+    missing = [
+        name
+        for name in sorted(accepted - set(fixed))
+        if parameters[name].default is inspect.Parameter.empty
+    ]
+    if missing:
+        raise InvalidParameter(f"calibrating {mechanism.__name__} needs {missing[0]}=")
     if family.uses_sensitivity:
         fixed["sensitivity"] = _validate.nonnegative("sensitivity", sensitivity)
 
     def build(value: float) -> M:
         return mechanism(**{family.parameter: value}, **fixed)
 
+    if not isinstance(method, str) or method not in ("exact", "classical"):
+        raise InvalidParameter(f"method must be 'exact' or 'classical', got {method!r}")
     if method == "classical":
         if mechanism is not Gaussian or not isinstance(target, ApproxDP):
             raise InvalidParameter("method='classical' is the Gaussian rule for an ApproxDP target")
         result = build(classical_gaussian_sigma(target.epsilon_, target.delta_, sensitivity))
         return _verified(result, target)
-    if method != "exact":
-        raise InvalidParameter(f"method must be 'exact' or 'classical', got {method!r}")
 
     def ok(value: float) -> bool:
         try:
@@ -191,13 +209,35 @@ def calibrate(
         if ok(2.0**40):
             return _verified(build(2.0**40), target)
         # the largest ε that meets the target: the smallest x = 1/ε, then step ε down if 1/x rounds up
-        x = _math.smallest_valid(lambda y: ok(1.0 / y), 2.0**-40, 1.0, rtol=1e-12, what="calibration")
+        lo, hi = _exponent_bracket(lambda y: ok(1.0 / y), 2.0**-40, 1.0)
+        x = _math.smallest_valid(lambda y: ok(1.0 / y), lo, hi, rtol=1e-12, what="calibration")
         value = 1.0 / x
         for _ in range(64):
             if ok(value):
                 break
             value = math.nextafter(value, 0.0)
     return _verified(build(value), target)
+
+
+def _exponent_bracket(valid: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
+    """A bracket [lo, hi] with hi ≤ 2·lo and ``valid(hi)`` (``valid(lo)`` false unless lo is the
+    given one), for a monotone predicate, in O(log log(x*)) evaluations: square hi until valid
+    (x = 1/ε may need to reach 2^1000 for tiny targets), then bisect the binary exponent.
+
+    Raises:
+        NumericalError: no float x is valid.
+    """
+    while not valid(hi):
+        if hi == sys.float_info.max:
+            raise NumericalError("calibration: no parameter in the float range meets the target")
+        lo, hi = hi, min(max(2.0, hi * hi), sys.float_info.max)
+    while hi > 2.0 * lo:
+        mid = math.sqrt(lo) * math.sqrt(hi)  # the geometric mean, without overflow
+        if valid(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
 
 
 def _verified(result: M, target: Guarantee) -> M:

@@ -61,6 +61,9 @@ Exact: TypeAlias = int | float | Fraction
 _INT64_MAX = 2**63 - 1
 _VALUE_BOUND = 2**62  # released values: |value| < 2^62 and |noise| < 2^62, so the sum fits int64
 _MAX_PARAMETER = 2**52  # the samplers' limit on scale and sigma
+# The profiles divide by σ² (discrete Gaussian) or t (discrete Laplace) in floating point; below
+# this parameter the law is the point mass at 0 to within e^{-2^256} anyway.
+_MIN_SIGMA = Fraction(1, 2**256)
 _LOG_HALF_PI_SQRT = 0.5 * math.log(0.5 * math.pi)
 _SQRT_HALF_PI = math.sqrt(0.5 * math.pi)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -294,10 +297,10 @@ def _dl_renyi(t: Fraction, sens: int, alpha: float) -> float:
     eps0_exact = sens / t
     if alpha == math.inf:
         return _math.float_up(eps0_exact)
-    e0 = float(eps0_exact)
-    r = float(1 / t)
+    e0 = _math.float_up(eps0_exact)  # inf beyond the float range
     if math.isinf(e0):
         return math.inf
+    r = float(1 / t)
     if alpha == 1.0:
         # 1/S(r) = r/sinh r = 2r e^{−r}/(1 − e^{−2r});  1 − 1/S = (S − 1)/S
         inv_s = 2.0 * r * math.exp(-r) / _one_minus_exp(2.0 * r) if r > 0.0 else 1.0
@@ -697,6 +700,8 @@ class DiscreteLaplace(Mechanism):
         object.__setattr__(
             self, "scale", _noise_parameter("scale", self.scale, numerator_cap=2**62)
         )
+        if Fraction(self.scale) < _MIN_SIGMA:  # 1/t must stay far inside the float range
+            raise InvalidParameter(f"scale must be >= 2**-256, got {self.scale!r}")
         object.__setattr__(self, "sensitivity", _sensitivity(self.sensitivity))
 
     @property
@@ -802,6 +807,8 @@ class DiscreteGaussian(Mechanism):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", _noise_parameter("sigma", self.sigma, numerator_cap=None))
+        if Fraction(self.sigma) < _MIN_SIGMA:  # σ² must stay far inside the float range
+            raise InvalidParameter(f"sigma must be >= 2**-256, got {self.sigma!r}")
         object.__setattr__(self, "sensitivity", _sensitivity(self.sensitivity))
 
     @property

@@ -18,6 +18,9 @@ from sharpdp.mechanisms.base import Mechanism
 
 __all__ = ["RandomizedResponse"]
 
+#: The exact race holds one score per category in memory.
+_MAX_RELEASE_CATEGORIES = 10**8
+
 
 @dataclass(frozen=True, slots=True)
 class RandomizedResponse(Mechanism):
@@ -51,8 +54,9 @@ class RandomizedResponse(Mechanism):
         v = _validate.integer("value", value, minimum=0)
         if v >= self.categories:
             raise InvalidParameter(f"value must be < categories={self.categories}, got {v}")
-        other = 1.0 / (math.exp(self.epsilon_) + self.categories - 1)
-        top = 1.0 / (1.0 + (self.categories - 1) * math.exp(-self.epsilon_))
+        e = math.exp(-self.epsilon_)  # in e^{−ε}: no overflow for large ε
+        other = e / (1.0 + (self.categories - 1) * e)
+        top = 1.0 / (1.0 + (self.categories - 1) * e)
         return [top if i == v else other for i in range(self.categories)]
 
     def release(self, value: Any, rng: RNGLike = None) -> Any:
@@ -82,6 +86,11 @@ class RandomizedResponse(Mechanism):
         from sharpdp.mechanisms import _race  # deferred: selection machinery is heavier
 
         v = self._categories_of(value)
+        if self.categories > _MAX_RELEASE_CATEGORIES:
+            raise InvalidParameter(
+                f"release supports at most {_MAX_RELEASE_CATEGORIES} categories, "
+                f"got {self.categories}"
+            )
         scores = np.zeros(self.categories)
         scores[0] = 1.0
         c = Fraction(self.epsilon_)  # monotonic with Δ = 1: c = ε
@@ -90,7 +99,10 @@ class RandomizedResponse(Mechanism):
         return int(out[0]) if v.ndim == 0 else out.reshape(v.shape).astype(np.int64)
 
     def _categories_of(self, value: Any) -> Any:
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except ValueError:  # ragged nested sequences
+            raise InvalidParameter(f"value must be a rectangular array, got {value!r}") from None
         if arr.size == 0 and arr.dtype == np.float64:  # e.g. [] : no categories to report
             return arr.astype(np.int64)
         integral = arr.dtype != np.bool_ and np.issubdtype(arr.dtype, np.integer)

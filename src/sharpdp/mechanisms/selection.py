@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from sharpdp import _divergences, _validate
 from sharpdp.conversions import register
-from sharpdp.errors import InvalidParameter
+from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
 from sharpdp.guarantees import ZCDP, BoundedRange, Guarantee, PureDP
 from sharpdp.mechanisms import _race
 from sharpdp.mechanisms._samplers import RNGLike, as_generator
@@ -40,7 +40,7 @@ def as_scores(scores: object, name: str = "scores") -> FloatArray:
     """Validate a score vector: 1-D, non-empty, no NaN or +inf, at least one finite entry."""
     try:
         q = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the float range
         raise InvalidParameter(f"{name} must be a 1-D array of numbers, got {scores!r}") from None
     if q.ndim != 1:
         raise InvalidParameter(f"{name} must be 1-D, got shape {q.shape}")
@@ -72,10 +72,12 @@ def _softmax(logits: FloatArray) -> FloatArray:
 
 def _scaled(c: float, q: FloatArray) -> FloatArray:
     """c·(q − max q) with −inf kept and c = inf handled (a uniform choice among the maxima)."""
-    shifted = q - np.max(q)
+    # q − max q and c·(q − max q) are ≤ 0; where they overflow, −inf (weight 0) is the limit.
+    with np.errstate(over="ignore"):
+        shifted = q - np.max(q)
     if math.isinf(c):
         return np.where(shifted == 0.0, 0.0, -np.inf)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         return np.where(np.isneginf(shifted), -np.inf, c * shifted)
 
 
@@ -113,9 +115,10 @@ def _sample(
     gen = as_generator(rng)
     if sensitivity == 0.0 and epsilon > 0.0:
         return _sort_select(q, k, gen, m)  # c = ∞: the top scores, ties broken uniformly
-    c = Fraction(epsilon) / (Fraction(sensitivity) * (1 if monotonic else 2))
-    if sensitivity == 0.0:
+    if sensitivity == 0.0:  # and ε = 0: no information, uniform (c = 0 by convention)
         c = Fraction(0)
+    else:
+        c = Fraction(epsilon) / (Fraction(sensitivity) * (1 if monotonic else 2))
     return _race.race(_race.offsets(q, c), k, noise, gen, m)
 
 
@@ -231,7 +234,7 @@ class Exponential(_SelectsOne, _ScoreSelection):
         b = _validate.real("beta", beta)
         if not 0.0 < b < 1.0:
             raise InvalidParameter(f"beta must be in (0, 1), got {b!r}")
-        if self.epsilon_ == 0.0:
+        if self.epsilon_ == 0.0 or self.coefficient == 0.0:  # c = ε/(2Δ) may underflow to 0
             return math.inf
         return (math.log(n) + math.log(1.0 / b)) / self.coefficient
 
@@ -340,7 +343,7 @@ class ReportNoisyMax(_SelectsOne, Mechanism):
         sensitivity: float = 1.0,
         monotonic: bool = False,
     ) -> None:
-        if noise not in ("gumbel", "exponential", "laplace"):
+        if not isinstance(noise, str) or noise not in ("gumbel", "exponential", "laplace"):
             raise InvalidParameter(
                 f"noise must be 'gumbel', 'exponential' or 'laplace', got {noise!r}"
             )
@@ -371,7 +374,7 @@ class ReportNoisyMax(_SelectsOne, Mechanism):
             return eq.probabilities(scores)
         q = as_scores(scores)
         return _laplace_noisy_max_law(
-            q, 1.0 / _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
+            q, _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
         )
 
     def _race_noise(self) -> _race.Noise:
@@ -384,32 +387,83 @@ class ReportNoisyMax(_SelectsOne, Mechanism):
         return PureDP(self.epsilon_)
 
 
-def _laplace_noisy_max_law(q: FloatArray, scale: float) -> FloatArray:
-    from scipy.integrate import quad
+@register(
+    ReportNoisyMax,
+    BoundedRange,
+    name="gumbel-is-em",
+    theorem="Gumbel noise: the exponential mechanism (Gumbel-max identity), ε-BR (RS21 Lemma 3)",
+    tight=True,
+)
+def report_noisy_max_to_bounded_range(m: ReportNoisyMax) -> BoundedRange:
+    """With Gumbel noise, report-noisy-max *is* the exponential mechanism: ε-BR, tight.
 
-    finite = np.isfinite(q)
-    qf = q[finite]
-    if math.isinf(scale) or scale == 0.0:
-        out = np.where(q == np.max(q), 1.0, 0.0)
-        return np.asarray(out / out.sum(), dtype=np.float64)
+    Other noises are not ε-BR (exponential noise is permute-and-flip, whose spread exceeds ε);
+    they get the generic route from ε-DP.
+    """
+    if m.noise != "gumbel":
+        raise NotImplied(f"{m.noise} noise is not the exponential mechanism")
+    return BoundedRange(m.epsilon_)
+
+
+@register(
+    ReportNoisyMax,
+    ZCDP,
+    name="via-bounded-range",
+    theorem="Gumbel noise: ε-BR, then the certified BR zCDP bound (≤ ε²/8, Cesar–Rogers 2021)",
+)
+def report_noisy_max_to_zcdp(m: ReportNoisyMax) -> ZCDP:
+    """With Gumbel noise, the exponential mechanism's zCDP bound (via ε-BR)."""
+    from sharpdp.conversions import convert
+
+    return convert(report_noisy_max_to_bounded_range(m), ZCDP)
+
+
+def _laplace_noisy_max_law(q: FloatArray, c: float) -> FloatArray:
+    """Law of argmax_r c·q_r + L_r, with L_r i.i.d. standard Laplace (density e^{−|x|}/2).
+
+    Computed on z = c·(q − max q) ≤ 0 (the argmax is invariant under the shift and the scaling by
+    the noise scale 1/c), by quadrature of ∫ ½e^{−|x − z_r|} Π_{s≠r} F(x − z_s) dx with the kinks
+    as break points. c = 0 gives the uniform law on the candidates with a finite score, c = ∞ the
+    uniform law on the maxima. A candidate with z_r < −745 wins with probability at most
+    P[L_r − L_top > 745] = e^{−745}(2 + 745)/4 < 2.5e-321 and gets 0 (below the float range but
+    for subnormals). Raises NumericalError if the quadrature reports a failure.
+    """
+    import warnings
+
+    from scipy.integrate import IntegrationWarning, quad
+
+    z = _scaled(c, q)
+    live = z > -745.0
+    zl = z[live]
+    out = np.zeros(q.size)
+    if np.all(zl == zl[0]):  # symmetric: every live candidate equally likely
+        out[live] = 1.0 / zl.size
+        return out
 
     def log_cdf(x: FloatArray) -> FloatArray:
-        z = x / scale
-        return np.where(z < 0, np.log(0.5) + z, np.log1p(-0.5 * np.exp(-np.abs(z))))
+        with np.errstate(over="ignore"):
+            return np.where(x < 0, math.log(0.5) + x, np.log1p(-0.5 * np.exp(-np.abs(x))))
 
-    probs = np.zeros(qf.size)
-    lo, hi = float(qf.min()) - 40 * scale, float(qf.max()) + 40 * scale
-    for r in range(qf.size):
-        others = np.delete(qf, r)
+    probs = np.zeros(zl.size)
+    lo, hi = float(zl.min()) - 40.0, 40.0
+    points = sorted({float(v) for v in zl})[:50]
+    for r in range(zl.size):
+        others = np.delete(zl, r)
 
         def integrand(x: float, r: int = r, others: FloatArray = others) -> float:
-            density = math.exp(-abs(x - qf[r]) / scale) / (2 * scale)
-            return density * math.exp(float(log_cdf(x - others).sum()))
+            return 0.5 * math.exp(-abs(x - zl[r]) + float(log_cdf(x - others).sum()))
 
-        points = sorted({float(v) for v in qf})
-        probs[r] = quad(integrand, lo, hi, points=points[:50], limit=500, epsabs=0, epsrel=1e-12)[0]
-    out = np.zeros(q.size)
-    out[finite] = probs / probs.sum()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IntegrationWarning)
+            try:
+                probs[r] = quad(
+                    integrand, lo, hi, points=points, limit=500, epsabs=0, epsrel=1e-12
+                )[0]
+            except IntegrationWarning as err:
+                raise NumericalError(
+                    f"the quadrature of report-noisy-max's Laplace law failed: {err}"
+                ) from None
+    out[live] = probs / probs.sum()
     return out
 
 
@@ -444,6 +498,8 @@ class TopK(_ScoreSelection):
     def probability(self, scores: Sequence[float] | FloatArray, outcome: Sequence[int]) -> float:
         """Exact probability of the ordered outcome (i1, …, ik) (product of peeling softmaxes)."""
         q = as_scores(scores)
+        if isinstance(outcome, str | bytes) or not isinstance(outcome, Sequence | np.ndarray):
+            raise InvalidParameter(f"outcome must be a sequence of k indices, got {outcome!r}")
         items = [_validate.integer("outcome[i]", i, minimum=0) for i in outcome]
         if len(items) != self.k:
             raise InvalidParameter(f"outcome must have k={self.k} items, got {len(items)}")
@@ -451,16 +507,17 @@ class TopK(_ScoreSelection):
             raise InvalidParameter(f"k={self.k} exceeds the {int(np.isfinite(q).sum())} candidates")
         if len(set(items)) != len(items) or max(items) >= q.size:
             raise InvalidParameter(f"outcome must be distinct indices < {q.size}, got {items}")
-        logits = _scaled(self.coefficient, q)
+        # Each round is the exponential mechanism on the candidates left, its logits taken
+        # relative to the best score left (so c = ∞ picks uniformly among the remaining maxima,
+        # as the sampler does); the largest logit is 0, so the normaliser is ≥ 1.
+        rest = q.copy()
         log_p = 0.0
-        remaining = np.ones(q.size, dtype=bool)
         for i in items:
-            live = logits[remaining]
-            top = float(np.max(live))
+            logits = _scaled(self.coefficient, rest)
             if not math.isfinite(logits[i]):
                 return 0.0
-            log_p += float(logits[i]) - (top + math.log(float(np.exp(live - top).sum())))
-            remaining[i] = False
+            log_p += float(logits[i]) - math.log(float(np.exp(logits).sum()))
+            rest[i] = -np.inf
         return math.exp(log_p)
 
     @overload
