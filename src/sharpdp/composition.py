@@ -586,12 +586,12 @@ class Composition(Guarantee):
         """The least value over the needed analyses; costly refinable ones (the PLD) go last and
         are told the best value so far, so they stop refining once they provably cannot win."""
         needed = self._needed()
-        cheap = [(a, g) for a, g in needed if not isinstance(g, _Refinable)]
-        costly = [(a, g) for a, g in needed if isinstance(g, _Refinable)]
+        cheap = [(a, g) for a, g in needed if not isinstance(g, _PLDGuarantee)]
+        costly = [(a, g) for a, g in needed if isinstance(g, _PLDGuarantee)]
         values = [r.value for r in self._rows(quantity, at, cheap) if r.value is not None]
         best = min(values, default=worst)
         for _, g in costly:
-            assert isinstance(g, _Refinable)
+            assert isinstance(g, _PLDGuarantee)
             try:
                 best = min(best, g.value_unless_beaten(quantity, at, best))
             except (NotImplied, NumericalError):
@@ -738,4 +738,3 @@ class _PLDGuarantee(Guarantee):
 
 #: Relative accuracy of the coarse PLD pass that decides whether refining can pay off.
 _COARSE = 1e-2
-_Refinable = _PLDGuarantee

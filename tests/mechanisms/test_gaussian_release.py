@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 import sharpdp as sdp
+from goodness_of_fit import assert_chi_square
 from sharpdp.mechanisms._rounded_gaussian import rounded_gaussian
 
 FALSE_FAILURE = 1e-6
@@ -22,26 +23,12 @@ FALSE_FAILURE = 1e-6
 
 def assert_rounded_normal(units: np.ndarray, s: float) -> None:
     """Chi-square test of integer draws against round(N(0, s²)), bins merged to ≥ 20 expected."""
-    n = units.size
     lo, hi = int(units.min()), int(units.max())
     ks = np.arange(lo, hi + 1)
     probs = stats.norm.cdf((ks + 0.5) / s) - stats.norm.cdf((ks - 0.5) / s)
     probs[0] += stats.norm.cdf((lo - 0.5) / s)  # left tail into the first bin
     probs[-1] += stats.norm.sf((hi + 0.5) / s)  # right tail into the last
-    counts = np.bincount(units - lo, minlength=ks.size)
-    obs, exp, acc_o, acc_e = [], [], 0, 0.0
-    for c, p in zip(counts, probs, strict=True):
-        acc_o += int(c)
-        acc_e += p * n
-        if acc_e >= 20:
-            obs.append(acc_o)
-            exp.append(acc_e)
-            acc_o, acc_e = 0, 0.0
-    obs[-1] += acc_o
-    exp[-1] += acc_e
-    o, e = np.array(obs, float), np.array(exp)
-    stat = float(((o - e) ** 2 / e).sum())
-    assert stat < stats.chi2.isf(FALSE_FAILURE, len(e) - 1)
+    assert_chi_square(units, probs, lo, FALSE_FAILURE)
 
 
 @pytest.mark.parametrize(("sigma", "step"), [(1.0, 1.0), (1.5, 0.5), (0.3, 2.0**-4)])

@@ -12,9 +12,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from scipy import stats
 
 import sharpdp as sdp
+from goodness_of_fit import assert_chi_square
 
 FALSE_FAILURE = 1e-6
 
@@ -37,21 +37,7 @@ def test_released_noise_is_the_rounded_laplace(scale: float, step: float) -> Non
     ])
     probs[0] += laplace_cdf((lo - 0.5) * step, scale)  # left tail into the first bin
     probs[-1] += 1.0 - laplace_cdf((hi + 0.5) * step, scale)  # right tail into the last
-    counts = np.bincount(units - lo, minlength=ks.size)
-    # merge bins expecting fewer than 20 draws
-    obs, exp, acc_o, acc_e = [], [], 0, 0.0
-    for c, p in zip(counts, probs, strict=True):
-        acc_o += int(c)
-        acc_e += p * n
-        if acc_e >= 20:
-            obs.append(acc_o)
-            exp.append(acc_e)
-            acc_o, acc_e = 0, 0.0
-    obs[-1] += acc_o
-    exp[-1] += acc_e
-    o, e = np.array(obs, float), np.array(exp)
-    stat = float(((o - e) ** 2 / e).sum())
-    assert stat < stats.chi2.isf(FALSE_FAILURE, len(e) - 1)
+    assert_chi_square(units, probs, lo, FALSE_FAILURE)
 
 
 def test_release_shapes_and_rounding_of_the_input() -> None:

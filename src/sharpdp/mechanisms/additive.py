@@ -12,9 +12,13 @@ query's sensitivity Δ_eff = γ⌈Δ/γ⌉ (equal to Δ whenever γ divides Δ, 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
 
 from sharpdp import _divergences, _math, _validate
 from sharpdp.conversions import register
@@ -27,9 +31,41 @@ from sharpdp.mechanisms.base import Mechanism
 
 __all__ = ["Gaussian", "Laplace", "gaussian_to_gdp", "gaussian_to_zcdp", "laplace_to_zcdp"]
 
+#: Integer grid noise: (scale in grid units, size, generator) → int64 draws.
+_GridNoise = Callable[[Fraction, int, np.random.Generator], npt.NDArray[np.int64]]
+
+
+class _OnGrid:
+    """What Laplace and Gaussian share: the release grid γℤ and its effective sensitivity."""
+
+    __slots__ = ()
+    sensitivity: float
+    granularity: float | None
+
+    @property
+    def effective_sensitivity(self) -> float:
+        """Δ_eff = γ⌈Δ/γ⌉, the sensitivity of the query rounded to the release grid."""
+        return _grid.effective_sensitivity(self.sensitivity, self._step)
+
+    @property
+    def _step(self) -> float:
+        assert self.granularity is not None  # resolved in __post_init__
+        return self.granularity
+
+    def _ratio_up(self, noise_scale: float) -> float:
+        """Δ_eff/noise_scale, computed exactly and rounded up."""
+        return _math.float_up(Fraction(self.effective_sensitivity) / Fraction(noise_scale))
+
+    def _release(self, value: Any, noise_scale: float, draw: _GridNoise, rng: RNGLike) -> Any:
+        """γ·(round(x/γ) + K), with K drawn by ``draw(noise_scale/γ, size, generator)``."""
+        units, scalar = _grid.to_grid(value, self._step)
+        t = Fraction(noise_scale) / Fraction(self._step)  # exact: the step is a power of two
+        noise = draw(t, units.size, _samplers.as_generator(rng))
+        return _grid.from_grid(units + noise.reshape(units.shape), self._step, scalar)
+
 
 @dataclass(frozen=True, slots=True)
-class Laplace(Mechanism):
+class Laplace(_OnGrid, Mechanism):
     """The Laplace mechanism: releases f(x) + Lap(scale), density ∝ exp(−|y − f(x)|/scale).
 
     With ε0 = Δ_eff/scale it is ε0-DP; its exact profile is δ(ε) = 1 − e^{(ε−ε0)/2} on
@@ -61,18 +97,7 @@ class Laplace(Mechanism):
         object.__setattr__(self, "sensitivity", sensitivity)
         object.__setattr__(self, "granularity", step)
         # exact rational arithmetic once, not on every privacy query
-        effective = _grid.effective_sensitivity(sensitivity, step)
-        object.__setattr__(self, "_epsilon0", _math.float_up(Fraction(effective) / Fraction(scale)))
-
-    @property
-    def effective_sensitivity(self) -> float:
-        """Δ_eff = γ⌈Δ/γ⌉, the sensitivity of the query rounded to the release grid."""
-        return _grid.effective_sensitivity(self.sensitivity, self._step)
-
-    @property
-    def _step(self) -> float:
-        assert self.granularity is not None  # resolved in __post_init__
-        return self.granularity
+        object.__setattr__(self, "_epsilon0", self._ratio_up(scale))
 
     @property
     def epsilon0(self) -> float:
@@ -90,10 +115,7 @@ class Laplace(Mechanism):
         Returns:
             A float for a scalar input, else a float64 array of the same shape.
         """
-        units, scalar = _grid.to_grid(value, self._step)
-        t = Fraction(self.scale) / Fraction(self._step)  # exact: the step is a power of two
-        noise = _grid.rounded_laplace(t, units.size, _samplers.as_generator(rng))
-        return _grid.from_grid(units + noise.reshape(units.shape), self._step, scalar)
+        return self._release(value, self.scale, _grid.rounded_laplace, rng)
 
     def _renyi(self, alpha: float) -> float:
         return _divergences.laplace_renyi(self.epsilon0, alpha)
@@ -110,7 +132,7 @@ class Laplace(Mechanism):
 
 
 @dataclass(frozen=True, slots=True)
-class Gaussian(Mechanism):
+class Gaussian(_OnGrid, Mechanism):
     """The Gaussian mechanism: releases f(x) + N(0, σ²).
 
     With μ = Δ_eff/σ it is μ-GDP, exactly: δ(ε) by Balle–Wang 2018 Thm 8, D_α = αμ²/2,
@@ -147,18 +169,7 @@ class Gaussian(Mechanism):
         object.__setattr__(self, "sigma", sigma)
         object.__setattr__(self, "sensitivity", sensitivity)
         object.__setattr__(self, "granularity", granularity)
-        effective = _grid.effective_sensitivity(sensitivity, granularity)
-        object.__setattr__(self, "_mu", _math.float_up(Fraction(effective) / Fraction(sigma)))
-
-    @property
-    def effective_sensitivity(self) -> float:
-        """Δ_eff = γ⌈Δ/γ⌉, the sensitivity of the query rounded to the release grid."""
-        return _grid.effective_sensitivity(self.sensitivity, self._step)
-
-    @property
-    def _step(self) -> float:
-        assert self.granularity is not None  # resolved in __post_init__
-        return self.granularity
+        object.__setattr__(self, "_mu", self._ratio_up(sigma))
 
     @property
     def mu(self) -> float:
@@ -188,10 +199,7 @@ class Gaussian(Mechanism):
             >>> x.shape
             (2,)
         """
-        units, scalar = _grid.to_grid(value, self._step)
-        s = Fraction(self.sigma) / Fraction(self._step)  # exact: the step is a power of two
-        noise = rounded_gaussian(s, units.size, _samplers.as_generator(rng))
-        return _grid.from_grid(units + noise.reshape(units.shape), self._step, scalar)
+        return self._release(value, self.sigma, rounded_gaussian, rng)
 
     def _renyi(self, alpha: float) -> float:
         mu = self._mu
