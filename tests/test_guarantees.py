@@ -668,3 +668,19 @@ def test_extreme_parameters_are_finite_and_not_nan(g: sdp.Guarantee) -> None:
         r = g.renyi(a)
         assert not math.isnan(r)
         assert r >= 0.0
+
+
+@pytest.mark.parametrize(("eta", "delta"), [(1e-4, 1e-12), (1e-6, 1e-15), (0.3, 1e-14), (5.0, 1e-9)])
+def test_bounded_range_epsilon_is_valid_where_its_inverse_is_ill_conditioned(
+    eta: float, delta: float
+) -> None:
+    """ε(δ) = η + 2 log(1 − √(δ(1 − e^{−η}))) with √(δc) ≪ 1: the exact profile (40 digits) at
+    the reported ε is at most δ. (The log of 1 − δc once lost the term and under-reported ε.)"""
+
+
+    e = sdp.BoundedRange(eta).epsilon(delta)
+    with mp.workdps(40):
+        a = 1 - mp.exp((mp.mpf(e) - eta) / 2)
+        exact = a * a / (1 - mp.exp(-mp.mpf(eta))) if e < eta else mp.mpf(0)
+    assert exact <= delta
+    assert sdp.BoundedRange(eta).delta(e) <= delta

@@ -28,7 +28,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sharpdp as sdp
-from reference import approx_dp_pair, gaussian_delta, hockey_stick, invert_profile, rr_pair
+from reference import (
+    approx_dp_pair,
+    gaussian_delta,
+    hockey_stick,
+    invert_profile,
+    rr_delta,
+    rr_pair,
+)
 from sharpdp import loss
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
@@ -361,6 +368,49 @@ def test_delta_tables_match_direct_sums_within_their_stated_margin(h: float) -> 
                     assert got == -math.inf
                 else:
                     assert abs(mp.e ** (mp.mpf(got) - mp.log(want)) - 1) <= 5 * n * 2.0**-53
+
+
+@pytest.mark.parametrize("step", [0.01, 0.1, 0.5])
+def test_weaker_pairs_are_dominated_by_the_originals(step: float) -> None:
+    """Each family member the lower-bound pass swaps in has a profile ≤ the original's at every
+    ε (closed forms in 40 digits), and its parameter lies within the relative step below."""
+    cases = [
+        (loss.GaussianPair(0.37), lambda p, e: gaussian_delta(p.mu, e), "mu"),
+        (loss.LaplacePair(0.23), lambda p, e: laplace_delta(p.epsilon0, e), "epsilon0"),
+    ]
+    for pair, profile, attr in cases:
+        weak = pair.weaker(step)
+        x, y = getattr(pair, attr), getattr(weak, attr)
+        assert x / (1 + step) <= y <= x
+        for e in (-1.0, -0.1, 0.0, 0.05, 0.2, 0.5, 1.5):
+            assert profile(weak, e) <= profile(pair, e)
+    rr = loss.randomized_response_pair(0.7)
+    weak = rr.weaker(step)
+    e_weak = weak.losses[0]  # type: ignore[attr-defined]
+    assert 0.7 / (1 + step) <= e_weak <= 0.7
+    for e in (-1.0, 0.0, 0.3, 0.69):
+        assert float(rr_delta(e_weak, e)) <= float(rr_delta(0.7, e))
+    # pairs outside an ordered family are left alone
+    kov = loss.approx_dp_pair(0.5, 1e-6)
+    assert kov.weaker(step) is kov
+    assert loss.randomized_response_pair(0.7, 3).weaker(step) == loss.randomized_response_pair(0.7, 3)
+
+
+def test_quick_lower_bound_is_below_the_exact_value_and_the_bracket() -> None:
+    """lower_epsilon/lower_delta against the GDP closed form of a mix of Gaussians (exact), and
+    below the certified upper end for a Gaussian/Laplace/RR mix."""
+    items = [(sdp.Gaussian(s), 30) for s in (20.0, 23.0, 31.0, 47.0)]
+    mu = math.sqrt(sum(30 / s**2 for s in (20.0, 23.0, 31.0, 47.0)))
+    r = loss.compose_pld(items, target_relative_error=1e-2)
+    exact = float(invert_profile(lambda e: gaussian_delta(mu, e), 1e-6))
+    assert r.lower_epsilon(1e-6) <= exact
+    assert r.lower_epsilon(1e-6) >= 0.8 * exact  # and not vacuous
+    assert r.lower_delta(1.0) <= float(gaussian_delta(mu, 1.0))
+    mix = [(sdp.Gaussian(30.0), 40), (sdp.Laplace(60.0), 50), (sdp.RandomizedResponse(0.02), 70)]
+    full = loss.compose_pld(mix)
+    _, hi = full.epsilon_bracket(1e-6)  # exact ≤ hi, so a lower bound must be too
+    quick = loss.compose_pld(mix, target_relative_error=1e-2).lower_epsilon(1e-6)
+    assert 0.7 * hi <= quick <= hi
 
 
 def test_fft_componentwise_error_bound() -> None:

@@ -275,8 +275,17 @@ def br_epsilon(eta: float, delta: float) -> float:
     # log(1 − √(δc)) = log(1 − δc) − log1p(√(δc)), c = 1 − e^{−η}, and 1 − δc = (1 − δ) + δe^{−η}
     # is computed without cancellation when δ is close to 1.
     c = -math.expm1(-eta)
-    one_minus = (1.0 - delta) + delta * math.exp(-eta)
-    if one_minus <= 0.0:
-        return 0.0
-    value = eta + 2.0 * (math.log(one_minus) - math.log1p(math.sqrt(delta * c)))
-    return max(0.0, _math.up(value))
+    s = math.sqrt(delta * c)
+    if s > 0.5:
+        one_minus = (1.0 - delta) + delta * math.exp(-eta)
+        if one_minus <= 0.0:
+            return 0.0
+        return max(0.0, _math.up(eta + 2.0 * (math.log(one_minus) - math.log1p(s))))
+    # small s: log1p(−s) is accurate (log(1 − δc) is not), but ε = η + 2 log1p(−s) sits where
+    # δ(ε) ∝ (η − ε)² is steep, so the result is certified against the profile itself
+    value = max(0.0, _math.up(eta + 2.0 * math.log1p(-s)))
+    for i in range(60):  # steps growing geometrically from an ulp
+        if value >= eta or br_delta(eta, value) <= delta:
+            return min(value, eta)
+        value = max(value * (1.0 + 2.0 ** (i - 52)), 5e-324)
+    return eta

@@ -127,6 +127,12 @@ class DominatingPair:
         """log E_P[e^{βL}; L < ∞] for each β (``inf`` where infinite)."""
         raise NotImplementedError
 
+    def weaker(self, step: float) -> DominatingPair:
+        """A pair dominated by this one (its profile is lower at every ε), taken from a geometric
+        grid of relative ``step`` in the parameter of an ordered family, so that nearby pairs
+        merge; for lower bounds only. By default the pair itself."""
+        return self
+
     def loss_bound(self) -> float:
         """A bound on |L| over the finite atoms/support used (for rounding margins)."""
         lo, hi = self._range(1e-300)
@@ -189,6 +195,17 @@ class DominatingPair:
             if not np.all(np.isfinite(arr)):
                 raise NumericalError(f"grid contents {name} of {self!r} are not finite (a bug)")
         return c
+
+
+def round_down_geometric(x: float, step: float) -> float:
+    """The largest (1 + step)^j ≤ x (j an integer), for 0 < x < ∞ and step > 0; else x."""
+    if step <= 0.0 or not (0.0 < x < math.inf):
+        return x
+    g = math.log1p(step)
+    y = math.exp(math.floor(math.log(x) / g) * g)
+    while y > x:  # the float exp may land a hair above x
+        y *= 1.0 - 4 * U
+    return y
 
 
 # -------------------------------------------------------------------------------------------------
@@ -347,6 +364,21 @@ class FinitePair(DominatingPair):
     name: str = "finite pair"
     _arrays: tuple[FloatArray, FloatArray] = field(init=False, repr=False, compare=False)
 
+
+    def weaker(self, step: float) -> DominatingPair:
+        """Binary ε-RR (losses ±ε with the RR masses, nothing else) becomes RR at the largest
+        (1 + step)^j ≤ ε: the RR family's profiles are ordered in ε. Other pairs: unchanged."""
+        if (
+            step > 0.0
+            and len(self.losses) == 2
+            and self.losses[0] > 0.0
+            and self.losses[1] == -self.losses[0]
+            and self.inf_mass_ == 0.0
+            and self.tail_low == self.tail_high == 0.0
+            and abs(self.masses[0] - 1.0 / (1.0 + math.exp(-self.losses[0]))) <= 1e-12
+        ):
+            return randomized_response_pair(round_down_geometric(self.losses[0], step), 2)
+        return self
     def __post_init__(self) -> None:
         ls = np.asarray(self.losses, dtype=np.float64)
         ms = np.asarray(self.masses, dtype=np.float64)
@@ -568,6 +600,11 @@ class LaplacePair(DominatingPair):
     def lattice(self) -> float | None:
         return self.epsilon0
 
+    def weaker(self, step: float) -> DominatingPair:
+        """Laplace at the largest ε0′ = (1 + step)^j ≤ ε0: the profiles 1 − e^{(ε − ε0)/2} (ε ≥ 0)
+        are increasing in ε0, and for symmetric pairs the profile on ε ≥ 0 orders the pairs."""
+        return LaplacePair(round_down_geometric(self.epsilon0, step)) if step > 0.0 else self
+
     def delta(self, epsilon: float) -> float:
         e0 = self.epsilon0
         if epsilon >= e0:
@@ -738,6 +775,11 @@ class GaussianPair(DominatingPair):
     """
 
     mu: float
+
+    def weaker(self, step: float) -> DominatingPair:
+        """μ′-GDP at the largest μ′ = (1 + step)^j ≤ μ: μ′-GDP is a post-processing of μ-GDP
+        for μ′ ≤ μ [Dong–Roth–Su 2019, the tradeoff curves G_μ are ordered in μ]."""
+        return GaussianPair(round_down_geometric(self.mu, step)) if step > 0.0 else self
 
     def delta(self, epsilon: float) -> float:
         if epsilon == math.inf:

@@ -789,13 +789,13 @@ class _PLDGuarantee(Guarantee):
         return loss.compose_pld(list(self.items), target_relative_error=_COARSE)
 
     def value_unless_beaten(self, quantity: str, at: float, rival: float) -> float:
-        """ε(δ) (or δ(ε)) of the PLD composition, or a valid but unrefined value when a coarse
-        composition's *optimistic* bound — below the exact value of this analysis — already
-        reaches ``rival``: refining could then never produce a value under ``rival``."""
+        """ε(δ) (or δ(ε)) of the PLD composition, or ``inf`` when a coarse optimistic pass — a
+        lower bound on the exact value of this analysis, hence on anything it could report —
+        already reaches ``rival``: refining could then never produce a value under ``rival``."""
         coarse = self._coarse
-        lo, hi = coarse.epsilon_bracket(at) if quantity == "epsilon" else coarse.delta_bracket(at)
-        if lo >= rival:
-            return hi
+        lower = coarse.lower_epsilon(at) if quantity == "epsilon" else coarse.lower_delta(at)
+        if lower >= rival:
+            return math.inf
         return self._epsilon(at) if quantity == "epsilon" else self._delta(at)
 
     def _epsilon(self, delta: float) -> float:
