@@ -295,7 +295,7 @@ def minimize_scalar(f: Callable[[float], float], lo: float, hi: float) -> tuple[
     import numpy as np
     from scipy.optimize import minimize_scalar as _minimize
 
-    grid = np.linspace(lo, hi, 65)
+    grid = np.linspace(lo, hi, 33)
     values = [f(float(x)) for x in grid]
     i = int(np.argmin(values))
     a, b = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, len(grid) - 1)])
