@@ -704,6 +704,13 @@ def judge(case: Case) -> None:
             what = "exact value" if ref.kind != "lower bound" else "lower bound"
             r.invalid = f"below the {what} by {(ref.lo - r.result.value) / ref.lo:.1e} rel."
     label = f"{case.scenario} {case.title}"
+    for r in case.rows:  # sharpdp's extra rows (other settings) must be valid too
+        if r is sdp or not r.tool.startswith(SDP) or r.result is None or ref is None:
+            continue
+        if r.result.value < ref.lo * (1.0 - ref.tolerance):
+            FLAGS.append(
+                f"(a) BUG {label}: {r.tool} ε = {r.result.value:.12g} is below {ref.lo:.12g}"
+            )
     if sdp.result is None:
         FLAGS.append(f"BUG {label}: sharpdp failed ({sdp.na} {sdp.note})")
         return
@@ -913,6 +920,8 @@ def opendp_best(kind: str, param: float, k: int, zcdp_fed: str, pure_fed: str) -
 
 
 def laplace_cases(ks: Sequence[int], cells: int) -> None:
+    from sharpdp.loss import compose_pld
+
     b = 10.0
     for k in ks:
         lo, hi = laplace_bracket(b, k, DELTA, cells)
@@ -920,14 +929,31 @@ def laplace_cases(ks: Sequence[int], cells: int) -> None:
             f"dp_accounting PLD on h = ε0/{cells}: binned-pair lower end, "
             "connect-the-dots upper end"
         )
-        tolerance = FLOAT_NOISE
-        if lo > hi:  # the ends cross: float error of the FFT power exceeds the grid error
-            tolerance = max(tolerance, (lo - hi) / hi)
-            how += f"; the ends cross by {tolerance:.1e} rel. (float error), shown swapped"
-            lo, hi = hi, lo
-        ref = Reference(lo, hi, how, tolerance)
+        # sharpdp's certified bracket (both ends proven, float error included) at 1e-7
+        c_lo, c_hi = compose_pld(
+            [(Laplace(scale=b), k)], target_relative_error=1e-7
+        ).epsilon_bracket(DELTA)
+        if (
+            lo > hi
+        ):  # the ends cross: float error of dp_accounting's FFT power exceeds its grid error
+            how += (
+                f"; its ends cross by {(lo - hi) / hi:.1e} rel. (float error), so only "
+                "sharpdp's certified bracket (target 1e-7) is used"
+            )
+            lo, hi = c_lo, c_hi
+        else:
+            how += "; intersected with sharpdp's certified bracket (target 1e-7)"
+            lo, hi = max(lo, c_lo), min(hi, c_hi)
+        ref = Reference(lo, hi, how, FLOAT_NOISE)
         case = Case("S2", f"Laplace b = {b:g}, Δ = 1, k = {k}", ref, True)
         add_sharpdp(case, "Laplace(b) × k", [(Laplace(scale=b), k)])
+        case.rows.append(
+            run_tool(
+                SDP + " accuracy=3e-7",
+                "compose(..., accuracy=3e-7)",
+                lambda k=k: compose([(Laplace(scale=b), k)], accuracy=3e-7).epsilon(DELTA),
+            )
+        )
         ev = [("laplace", b, k)]
         case.rows += [
             run_tool("dp_accounting RDP", "LaplaceDpEvent", partial(dpa_rdp, ev)),

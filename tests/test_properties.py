@@ -48,8 +48,9 @@ def laplace_curve(eps0: float) -> Callable[[float], float]:
         if alpha == math.inf:
             return eps0
         w = (alpha - 1.0) / (2.0 * alpha - 1.0)
-        inner = (1.0 - w) + w * math.exp(-(2.0 * alpha - 1.0) * eps0)
-        return max(0.0, eps0 + math.log(inner) / (alpha - 1.0))
+        # log((1 − w) + w e^{−(2α−1)ε0}) by log1p: accurate as α → 1 (w → 0)
+        log_inner = math.log1p(w * math.expm1(-(2.0 * alpha - 1.0) * eps0))
+        return max(0.0, eps0 + log_inner / (alpha - 1.0))
 
     return curve
 
