@@ -4,6 +4,7 @@ Usage::
 
     python bench/accounting.py            # full run: k up to 10^4, ~6 minutes on 2 cores
     python bench/accounting.py --quick    # smoke run: small k, a 400-item mix, ~2 minutes
+    python bench/accounting.py --only laplace   # one scenario family
 
 Most of the full run is the peers: dp_accounting's PLD takes ~95 s on the σ = 1, k = 10^4
 Gaussian and prv_accountant ~90 s on the mix.
@@ -947,11 +948,14 @@ def laplace_cases(ks: Sequence[int], cells: int) -> None:
         ref = Reference(lo, hi, how, FLOAT_NOISE)
         case = Case("S2", f"Laplace b = {b:g}, Δ = 1, k = {k}", ref, True)
         add_sharpdp(case, "Laplace(b) × k", [(Laplace(scale=b), k)])
+        # the same grid as dp_accounting's PLDAccountant (value_discretization_interval 1e-4)
         case.rows.append(
             run_tool(
-                SDP + " accuracy=3e-7",
-                "compose(..., accuracy=3e-7)",
-                lambda k=k: compose([(Laplace(scale=b), k)], accuracy=3e-7).epsilon(DELTA),
+                SDP + " h=1e-4",
+                "loss.compose_pld(h = 1e-4)",
+                lambda k=k: compose_pld([(Laplace(scale=b), k)], value_discretization=1e-4).epsilon(
+                    DELTA
+                ),
             )
         )
         ev = [("laplace", b, k)]
@@ -975,6 +979,21 @@ def laplace_cases(ks: Sequence[int], cells: int) -> None:
             opendp_best("laplace", b, k, "make_laplace→zCDP (ε²/2)", "make_laplace (pure, basic)"),
         ]
         finish(case)
+        same_grid(case, SDP + " h=1e-4", "dp_accounting PLD")
+
+
+def same_grid(case: Case, ours: str, theirs: str) -> None:
+    """Print how sharpdp compares with a peer on the peer's own grid (ε and time)."""
+    a = next(r for r in case.rows if r.tool == ours)
+    b = next(r for r in case.rows if r.tool == theirs)
+    if a.result is None or b.result is None:
+        return
+    rel = a.result.value / b.result.value - 1.0
+    verdict = "at or below" if rel <= FLOAT_NOISE else "ABOVE"
+    print(
+        f"  (c') on {theirs}'s grid: sharpdp's certified ε is {verdict} it ({rel:+.1e} rel.), "
+        f"{b.result.best_ms / a.result.best_ms:.1f}× its speed"
+    )
 
 
 def rr_cases(eps0s: Sequence[float], ks: Sequence[int]) -> None:
@@ -1192,24 +1211,28 @@ def warm_up() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small k and a 400-item mix")
+    parser.add_argument(
+        "--only",
+        choices=["gaussian", "laplace", "rr", "em", "mix"],
+        help="run one scenario family (full sizes unless --quick)",
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     print(f"accounting benchmark, δ = {DELTA:g}; {'quick' if args.quick else 'full'} run")
     print(f"versions: {versions()}; python {sys.version.split()[0]}")
     print(f"sharpdp source: {source_state()}")
     warm_up()
-    if args.quick:
-        gaussian_cases([1, 10, 100])
-        laplace_cases([10, 100], cells=2000)
-        rr_cases([0.1, 0.5], [10, 100])
-        em_cases([0.1, 0.5], [10, 100])
-        mix_case(100)
-    else:
-        gaussian_cases([1, 10, 100, 1000, 10_000])
-        laplace_cases([10, 100, 1000, 10_000], cells=2000)
-        rr_cases([0.1, 0.5], [10, 100, 1000, 10_000])
-        em_cases([0.1, 0.5], [10, 100, 1000])
-        mix_case(2500)
+    quick = args.quick
+    runs: dict[str, Callable[[], None]] = {
+        "gaussian": lambda: gaussian_cases([1, 10, 100] if quick else [1, 10, 100, 1000, 10_000]),
+        "laplace": lambda: laplace_cases([10, 100] if quick else [10, 100, 1000, 10_000], 2000),
+        "rr": lambda: rr_cases([0.1, 0.5], [10, 100] if quick else [10, 100, 1000, 10_000]),
+        "em": lambda: em_cases([0.1, 0.5], [10, 100] if quick else [10, 100, 1000]),
+        "mix": lambda: mix_case(100 if quick else 2500),
+    }
+    for name, run in runs.items():
+        if args.only is None or args.only == name:
+            run()
     print(f"\n== flags ({len(FLAGS)}) ==")
     for f in FLAGS:
         print(f"  {f}")

@@ -293,3 +293,14 @@ def test_accuracy_sharpens_the_pld_and_stays_valid() -> None:
     for bad in (0.0, -1e-3, 1.0, float("nan")):
         with pytest.raises(sdp.InvalidParameter):
             compose(items, accuracy=bad)
+
+
+def test_ddr20_far_tail_never_reports_zero_while_positive() -> None:
+    """Beyond the O(k²) reference's range (k > 2000) a δ below the binomial CDFs' float range is
+    reported as a tiny positive bound, never 0; at ε ≥ kη (pure kη-DP) δ is exactly 0."""
+    from sharpdp.composition import _DDR
+
+    g = _DDR(0.5, 3000)
+    assert 0.0 < g.delta(1000.0) <= 1e-260
+    assert g.delta(1500.0) == 0.0
+    assert _DDR(0.5, 1500).delta(600.0) > 0.0  # the O(k²) path keeps relative accuracy

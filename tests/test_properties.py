@@ -247,7 +247,9 @@ def test_pure_dp_to_zcdp_sharper_than_bs16(eps: float) -> None:
 @given(eta=floats(1e-3, 30.0))
 def test_bounded_range_to_zcdp_sharper_than_cr21_and_pure(eta: float) -> None:
     rho = sdp.convert(sdp.BoundedRange(eta), sdp.ZCDP).rho
-    assert rho <= eta * eta / 8
+    # for small η the sharp value η²/8 − O(η⁴) is within the certified route's 1e-7 slack of
+    # η²/8, and the CR21 value η²/8 is rounded up by a few ulps
+    assert rho <= eta * eta / 8 * (1 + 2.0**-50)
     assert rho <= eta * math.tanh(eta / 2)
 
 

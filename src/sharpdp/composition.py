@@ -350,9 +350,12 @@ class _DDR(Guarantee):
         if np.isnan(rows).any():
             raise NumericalError(f"DDR20: NaN in the binomial CDFs at epsilon={epsilon!r}")
         top = float(np.max(rows))
-        if top < -600.0 and k <= _DDR_QUADRATIC_K:
-            # far tails: the exact-sum evaluation keeps relative accuracy below float range
-            return self._log_delta_terms(epsilon)
+        if top < -600.0:
+            if k <= _DDR_QUADRATIC_K:
+                # far tails: the exact-sum evaluation keeps relative accuracy below float range
+                return self._log_delta_terms(epsilon)
+            # the CDFs (A ≤ e^{−600} or underflowed to 0) only show that δ is below e^{−600}
+            return -599.9
         return top
 
     def _log_delta_terms(self, epsilon: float) -> float:
@@ -813,10 +816,11 @@ class _PLDGuarantee(Guarantee):
         """ε(δ) (or δ(ε)) of the PLD composition, or ``inf`` when a coarse optimistic pass — a
         lower bound on the exact value of this analysis, hence on anything it could report —
         already reaches ``rival``: refining could then never produce a value under ``rival``."""
-        coarse = self._coarse
-        lower = coarse.lower_epsilon(at) if quantity == "epsilon" else coarse.lower_delta(at)
-        if lower >= rival:
-            return math.inf
+        if len(self.items) > _QUICK_CHECK_GROUPS:  # with few groups the check costs as much
+            coarse = self._coarse
+            lower = coarse.lower_epsilon(at) if quantity == "epsilon" else coarse.lower_delta(at)
+            if lower >= rival:
+                return math.inf
         return self._epsilon(at) if quantity == "epsilon" else self._delta(at)
 
     def _epsilon(self, delta: float) -> float:
@@ -828,3 +832,5 @@ class _PLDGuarantee(Guarantee):
 
 #: Relative accuracy of the coarse PLD pass that decides whether refining can pay off.
 _COARSE = 1e-2
+#: The coarse pass is run only for compositions of more distinct items than this.
+_QUICK_CHECK_GROUPS = 8
