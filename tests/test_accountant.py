@@ -424,6 +424,23 @@ def test_many_distinct_gaussians_readings_are_valid_and_refusals_are_sharp() -> 
     )
 
 
+def test_long_history_of_one_kind_reads_valid_and_sharp() -> None:
+    """1000 spends of one Laplace (one count) then Gaussians: each reading lies between the lower
+    end of a certified PLD bracket (a valid lower bound on the exact ε) and 1.001 times it."""
+    from sharpdp.loss import compose_pld
+
+    delta = 1e-6
+    acc = Accountant(sdp.ApproxDP(3.0, delta), analyst="long")
+    acc.spend(sdp.Laplace(100.0), count=1000)
+    history: list[tuple[sdp.Guarantee, int]] = [(sdp.Laplace(100.0), 1000)]
+    for sigma in (500.0, 400.0, 300.0):
+        entry = acc.spend(sdp.Gaussian(sigma))
+        history.append((sdp.Gaussian(sigma), 1))
+        lower, _ = compose_pld(history, target_relative_error=1e-5).epsilon_bracket(delta)
+        assert lower <= entry.spent_after <= lower * (1 + 1e-3)
+    acc.close()
+
+
 # -- bad input -------------------------------------------------------------------------------------
 
 

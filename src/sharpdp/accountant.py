@@ -33,7 +33,9 @@ a quick sufficient check runs first: the history's Rényi divergences summed at 
 (kept incrementally, every operation rounded up; RDP composition, Mironov 2017 Prop 1) plus the new
 spend, converted to ε(δ) by CKS20 Prop 12 — a valid bound. If it fits, the spend is accepted and
 this (possibly slightly looser, still valid) reading is recorded; otherwise the full composition
-decides. The filter therefore refuses a spend only on the full analysis' word.
+decides. The filter therefore refuses a spend only on the full analysis' word. Inside a spend the
+PLD analysis is certified to a relative 1e-3 (``compose(..., accuracy=1e-3)``), which keeps long
+histories fast; its value is still a valid bound.
 """
 
 from __future__ import annotations
@@ -102,6 +104,10 @@ def _merged(
 
 #: Histories with at least this many distinct descriptions get the quick Rényi-summary pre-check.
 _SUMMARY_MIN_ITEMS = 32
+#: Relative accuracy certified for the PLD analysis inside a spend (the reported pessimistic value
+#: is typically far closer: long histories of one kind read within ~1e-6 of the 1e-4 value, at a
+#: third of the cost; the odometer's own readings use compose's default).
+_SPEND_ACCURACY = 1e-3
 #: Orders of the Rényi summary: α − 1 = 2^(k/2) for k = −14..24 (α ≈ 1.008 … 4097), and α = ∞.
 _SUMMARY_ORDERS = (*(1.0 + 2.0 ** (k / 2) for k in range(-14, 25)), math.inf)
 
@@ -222,7 +228,8 @@ class _EpsilonRule(_Rule):
             quick = self._summary.epsilon(history, item, count, self.delta)
             if quick <= self.epsilon:
                 return self._verdict(quick, state=history.last_id, sharp=False)
-        spent = compose(_merged(history.counts, item, count), adaptive=True).epsilon(self.delta)
+        merged = _merged(history.counts, item, count)
+        spent = compose(merged, adaptive=True, accuracy=_SPEND_ACCURACY).epsilon(self.delta)
         return self._verdict(spent, state=history.last_id)
 
     def _verdict(self, spent: float, *, state: int, sharp: bool = True) -> _Verdict:
