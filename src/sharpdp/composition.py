@@ -816,15 +816,16 @@ class _PLDGuarantee(Guarantee):
         """ε(δ) (or δ(ε)) of the PLD composition, or ``inf`` when a coarse optimistic pass — a
         lower bound on the exact value of this analysis, hence on anything it could report —
         already reaches ``rival``: refining could then never produce a value under ``rival``."""
-        coarse = self._coarse
-        # many groups: merge dominated pairs onto a 10% grid first; few: the exact pairs are cheaper
-        step = 0.1 if len(self.items) > _MERGE_GROUPS else 0.0
-        if quantity == "epsilon":
-            lower = coarse.lower_epsilon(at, coarsen=step)
-        else:
-            lower = coarse.lower_delta(at, coarsen=step)
-        if lower >= rival:
-            return math.inf
+        if len(self.items) > 1:  # one group: the check would cost a quarter of the answer
+            coarse = self._coarse
+            # many groups: merge dominated pairs onto a 10% grid first; few: exact pairs are cheaper
+            step = 0.1 if len(self.items) > _MERGE_GROUPS else 0.0
+            if quantity == "epsilon":
+                lower = coarse.lower_epsilon(at, coarsen=step)
+            else:
+                lower = coarse.lower_delta(at, coarsen=step)
+            if lower >= rival:
+                return math.inf
         return self._epsilon(at) if quantity == "epsilon" else self._delta(at)
 
     def _epsilon(self, delta: float) -> float:
