@@ -413,6 +413,30 @@ def test_quick_lower_bound_is_below_the_exact_value_and_the_bracket() -> None:
     assert 0.7 * hi <= quick <= hi
 
 
+def test_distinct_gaussians_merge_exactly_into_one_gdp_pair() -> None:
+    """Several distinct Gaussian pairs (plus a Laplace) become one μ = √Σμ² pair, μ rounded up on
+    the pessimistic side and down on the optimistic one; the bracket of a Gaussian-only mix
+    contains the GDP closed form."""
+    from fractions import Fraction
+
+    sigmas = (3.0, 7.0, 11.0, 13.0)
+    items = loss._normalise_items([(sdp.Gaussian(s), 5) for s in sigmas] + [sdp.Laplace(9.0)])
+    up = loss._merge_gaussians(items, up=True)
+    down = loss._merge_gaussians(items, up=False)
+    assert len(up) == len(down) == 2
+    mu_up, mu_down = up[0][0].gdp_mu(), down[0][0].gdp_mu()
+    assert mu_up is not None
+    assert mu_down is not None
+    exact_sq = sum(5 * Fraction(sdp.Gaussian(s).mu) ** 2 for s in sigmas)
+    assert Fraction(mu_down) ** 2 <= exact_sq <= Fraction(mu_up) ** 2
+    assert mu_up - mu_down <= 2 * math.ulp(mu_up)
+    mu = math.sqrt(sum(5 / s**2 for s in sigmas))
+    exact = float(invert_profile(lambda e: gaussian_delta(mu, e), 1e-6))
+    lo, hi = loss.compose_pld([(sdp.Gaussian(s), 5) for s in sigmas]).epsilon_bracket(1e-6)
+    assert lo <= exact <= hi
+    assert hi - lo <= 1e-4 * hi
+
+
 def test_fft_componentwise_error_bound() -> None:
     """|fft(x)_ω − DFT(x)_ω| ≤ FFT_ULPS·u·log2(N)·Σ|x|, the bound the error tracking relies on."""
     rng = np.random.default_rng(7)

@@ -127,6 +127,11 @@ class DominatingPair:
         """log E_P[e^{βL}; L < ∞] for each β (``inf`` where infinite)."""
         raise NotImplementedError
 
+    def gdp_mu(self) -> float | None:
+        """μ if this is the μ-GDP pair (N(0,1), N(μ,1)) — such pairs compose exactly, to the
+        pair with μ = √(Σ μ_i²) — else None."""
+        return None
+
     def weaker(self, step: float) -> DominatingPair:
         """A pair dominated by this one (its profile is lower at every ε), taken from a geometric
         grid of relative ``step`` in the parameter of an ordered family, so that nearby pairs
@@ -775,6 +780,9 @@ class GaussianPair(DominatingPair):
     """
 
     mu: float
+
+    def gdp_mu(self) -> float | None:
+        return self.mu
 
     def weaker(self, step: float) -> DominatingPair:
         """μ′-GDP at the largest μ′ = (1 + step)^j ≤ μ: μ′-GDP is a post-processing of μ-GDP

@@ -49,6 +49,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, TypeVar
 
 import numpy as np
@@ -1068,6 +1069,28 @@ def _compose_groups(parts: Sequence[tuple[DiscretePLD, int]], tail: float) -> Di
 # automatic accuracy
 
 
+def _merge_gaussians(
+    items: tuple[tuple[DominatingPair, int], ...], up: bool
+) -> tuple[tuple[DominatingPair, int], ...]:
+    """The items with every μ-GDP pair (and its count) replaced by one pair of
+    μ = √(Σ c_i μ_i²): Gaussian pairs compose exactly [Dong–Roth–Su 2019, Cor 3.3], so this is
+    the same composition with one FFT group instead of many. μ is rounded up (``up``, for the
+    pessimistic side: a larger μ dominates) or down (optimistic), from the exact rational sum."""
+    gauss = [(pair.gdp_mu(), count) for pair, count in items if pair.gdp_mu() is not None]
+    if len(gauss) < 2:  # one group is composed by an FFT power already
+        return items
+    total = sum((Fraction(mu) ** 2 * c for mu, c in gauss if mu is not None), Fraction(0))
+    mu = math.sqrt(float(total))
+    if up:
+        while Fraction(mu) ** 2 < total:
+            mu = math.nextafter(mu, math.inf)
+    else:
+        while mu > 0.0 and Fraction(mu) ** 2 > total:
+            mu = math.nextafter(mu, 0.0)
+    others = tuple((pair, count) for pair, count in items if pair.gdp_mu() is None)
+    return ((GaussianPair(mu), 1), *others)
+
+
 def _normalise_items(items: Iterable[object]) -> tuple[tuple[DominatingPair, int], ...]:
     counts: dict[DominatingPair, int] = {}
     for entry in items:
@@ -1234,11 +1257,12 @@ class PLDResult:
         if hit is not None:
             return hit
         out = []
-        single = len(self.items) == 1
         for pess in (True, False):
+            items = _merge_gaussians(self.items, up=pess)
+            single = len(items) == 1
             parts = [
                 (_group_pld(pair, count, h, tilt, pess, self.tail, single), 1)
-                for pair, count in self.items
+                for pair, count in items
             ]
             out.append(_compose_groups(parts, self.tail))
         result = (out[0], out[1])
@@ -1254,7 +1278,7 @@ class PLDResult:
             if hit is not None:
                 return hit[1]
         merged: dict[DominatingPair, int] = {}
-        for pair, count in self.items:
+        for pair, count in _merge_gaussians(self.items, up=False):
             weaker = pair.weaker(coarsen)
             merged[weaker] = merged.get(weaker, 0) + count
         single = len(merged) == 1
