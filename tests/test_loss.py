@@ -437,6 +437,16 @@ def test_distinct_gaussians_merge_exactly_into_one_gdp_pair() -> None:
     assert hi - lo <= 1e-4 * hi
 
 
+def test_clt_estimate_for_planning_is_close_for_gaussians() -> None:
+    """clt_epsilon (an estimate used only to skip work) against the GDP closed form: Gaussians
+    are exactly GDP, and μ²/2 + μΦ⁻¹(1 − δ) drops δ's second term, so it sits above (4% here)."""
+    mu = math.sqrt(40 / 9.0)
+    exact = float(invert_profile(lambda e: gaussian_delta(mu, e), 1e-6))
+    est = loss.compose_pld([(sdp.Gaussian(3.0), 40)]).clt_epsilon(1e-6)
+    assert exact <= est <= exact * 1.1
+    assert loss.compose_pld([(sdp.ApproxDP(0.1, 1e-9), 5)]).clt_epsilon(1e-6) == math.inf
+
+
 def test_fft_componentwise_error_bound() -> None:
     """|fft(x)_ω − DFT(x)_ω| ≤ FFT_ULPS·u·log2(N)·Σ|x|, the bound the error tracking relies on."""
     rng = np.random.default_rng(7)

@@ -295,6 +295,7 @@ class _DDR(Guarantee):
 
     eta: float
     k: int
+    _memo: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
     notion: ClassVar[str] = "optimal non-adaptive BR composition (DDR20)"
 
     #: Relative accuracy assumed for scipy's binomial CDF (``bdtr``, Cephes ``incbet``) with
@@ -303,6 +304,12 @@ class _DDR(Guarantee):
     CDF_REL: ClassVar[float] = 1e-8
 
     def _log_delta(self, epsilon: float) -> float:
+        # ε(δ) evaluates the ends of its bracket several times: memoised per instance
+        if epsilon not in self._memo:
+            self._memo[epsilon] = self._log_delta_cdfs(epsilon)
+        return self._memo[epsilon]
+
+    def _log_delta_cdfs(self, epsilon: float) -> float:
         """log of an upper bound on δ(ε) (−inf if δ(ε) = 0), from the binomial CDFs.
 
         Each float candidate t̃ is within 4u·t of the exact t*_l, and b̃, q̃ = 1 − p̃ are within
@@ -408,6 +415,7 @@ class _DDR(Guarantee):
 
 
 _DDR_MAX_K = 100_000  # O(k) binomial CDFs per δ evaluation, within their accuracy domain
+
 _DDR_QUADRATIC_K = 2000  # the O(k²) term sums (used for δ below e^{−600}) up to here
 
 
@@ -816,8 +824,10 @@ class _PLDGuarantee(Guarantee):
         """ε(δ) (or δ(ε)) of the PLD composition, or ``inf`` when a coarse optimistic pass — a
         lower bound on the exact value of this analysis, hence on anything it could report —
         already reaches ``rival``: refining could then never produce a value under ``rival``."""
-        if len(self.items) > 1:  # one group: the check would cost a quarter of the answer
-            coarse = self._coarse
+        coarse = self._coarse
+        # when the central-limit estimate of the PLD's ε is clearly below the rival the PLD will
+        # almost surely win and the check would only cost time (skipping it is always valid)
+        if quantity != "epsilon" or coarse.clt_epsilon(at) >= rival:
             # many groups: merge dominated pairs onto a 10% grid first; few: exact pairs are cheaper
             step = 0.1 if len(self.items) > _MERGE_GROUPS else 0.0
             if quantity == "epsilon":

@@ -1182,6 +1182,20 @@ class PLDResult:
         i = int(np.argmin(vals))
         return max(float(vals[i]), 0.0), min(float(_POS[i]), self._max_tilt())
 
+    def clt_epsilon(self, delta: float) -> float:
+        """A central-limit *estimate* (not a bound) of the composed ε(δ): the μ-GDP value with
+        μ² the total variance of the finite loss (inf with mass at +∞). For planning work only."""
+        from scipy.special import ndtri
+
+        if any(pair.inf_mass > 0.0 for pair, _ in self.items):
+            return math.inf
+        with np.errstate(all="ignore"):  # an MGF beyond the float range: no estimate
+            _, var = self._spread()
+        if self.inf_mass > 0.0 or not var > 0.0 or not math.isfinite(var) or not delta > 0.0:
+            return math.inf
+        # μ-GDP has δ(ε) ≈ Φ(μ/2 − ε/μ) away from ε = 0: ε ≈ μ²/2 + μ·Φ⁻¹(1 − δ)
+        return var / 2.0 + math.sqrt(var) * float(ndtri(-delta + 1.0)) if delta < 0.5 else 0.0
+
     def _chernoff_log_delta(self, epsilon: float) -> FloatArray:
         """log M(λ) + log c(λ) − λε at the tilts _POS (+inf where ε or the MGF overflows)."""
         with np.errstate(over="ignore", invalid="ignore"):  # inf − inf: no bound at that tilt
