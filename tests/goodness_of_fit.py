@@ -33,4 +33,5 @@ def assert_chi_square(
     exp[-1] += acc_e
     o, e = np.array(obs, float), np.array(exp)
     stat = float(((o - e) ** 2 / e).sum())
-    assert stat < stats.chi2.isf(false_failure, len(e) - 1)
+    critical = stats.chi2.isf(false_failure, len(e) - 1)
+    assert stat < critical, f"chi2 = {stat:.1f} >= {critical:.1f} (dof {len(e) - 1})"

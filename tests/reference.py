@@ -438,3 +438,42 @@ def sup_renyi_over_alpha(
             points=points,
         )
         return max(kl, inner)
+
+
+def laplace_k_fold_epsilon_lower(eps0: float, k: int, delta: float, cells: int) -> float:
+    """A lower bound on ε(δ) of k-fold Laplace with ε0 = Δ/b (float arithmetic, numpy FFT).
+
+    The output of (Lap(0, b), Lap(Δ, b)) binned into the cells [jΔ/M, (j+1)Δ/M) of (0, Δ) plus the
+    two tails is a post-processing, so its composition is at most as distinguishable as the
+    mechanism's. Its losses lie exactly on the grid h = ε0/M: ε0 (P-mass 1/2), −ε0
+    (P-mass e^{−ε0}/2) and (M − 2j − 1)h (P-mass (e^{−jh} − e^{−(j+1)h})/2). The k-fold law is
+    one FFT power; ε is found by bisection on δ(ε) = Σ p_i (1 − e^{ε − l_i})_+. Float error is
+    far below the binning error for the sizes used in the tests (≤ 1e-9 relative in ε).
+    """
+    import numpy as np
+
+    m = cells
+    h = eps0 / m
+    pmf = np.zeros(2 * m + 1)  # index i ↔ loss (i − m)h
+    pmf[2 * m] = 0.5
+    pmf[0] = 0.5 * np.exp(-eps0)
+    j = np.arange(m)
+    pmf[2 * m - 2 * j - 1] = 0.5 * (np.exp(-j * h) - np.exp(-(j + 1) * h))
+    size = 2 * m * k + 1
+    n = 1 << (size - 1).bit_length()
+    law = np.fft.irfft(np.fft.rfft(pmf, n) ** k, n)[:size]
+    law = np.maximum(law, 0.0)
+    losses = (np.arange(size) - m * k) * h
+
+    def profile(eps: float) -> float:
+        above = losses > eps
+        return float(np.sum(law[above] * -np.expm1(eps - losses[above])))
+
+    lo, hi = 0.0, k * eps0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if profile(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo

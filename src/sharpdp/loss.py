@@ -1152,6 +1152,15 @@ class PLDResult:
     _cache: dict[tuple[float, float], tuple[DiscretePLD, DiscretePLD]] = field(
         default_factory=dict, repr=False
     )
+    _sides: dict[bool, tuple[tuple[DominatingPair, int], ...]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def _side_items(self, pessimistic: bool) -> tuple[tuple[DominatingPair, int], ...]:
+        """The items as discretised on one side: Gaussian pairs merged (:func:`_merge_gaussians`)."""
+        if pessimistic not in self._sides:
+            self._sides[pessimistic] = _merge_gaussians(self.items, up=pessimistic)
+        return self._sides[pessimistic]
 
     # -- summary statistics of the exact pairs ---------------------------------------------------
     @property
@@ -1261,7 +1270,7 @@ class PLDResult:
     ) -> tuple[DiscretePLD, DiscretePLD]:
         """The (pessimistic, optimistic) composed PLDs at grid spacing h and the given tilt."""
         h = _validate.positive("value_discretization", value_discretization)
-        if any(not pair.loss_bound() / h < _MAX_NODES for pair, _ in self.items):
+        if any(not pair.loss_bound() / h < _MAX_NODES for pair, _ in self._side_items(True)):
             # grid indices (loss/h) must fit in int64, and phases/alignments in floats
             raise NumericalError(
                 f"a privacy loss beyond {_MAX_NODES:g} grid steps of {h!r} is not discretised"
@@ -1272,7 +1281,7 @@ class PLDResult:
             return hit
         out = []
         for pess in (True, False):
-            items = _merge_gaussians(self.items, up=pess)
+            items = self._side_items(pess)
             single = len(items) == 1
             parts = [
                 (_group_pld(pair, count, h, tilt, pess, self.tail, single), 1)
@@ -1292,7 +1301,7 @@ class PLDResult:
             if hit is not None:
                 return hit[1]
         merged: dict[DominatingPair, int] = {}
-        for pair, count in _merge_gaussians(self.items, up=False):
+        for pair, count in self._side_items(False):
             weaker = pair.weaker(coarsen)
             merged[weaker] = merged.get(weaker, 0) + count
         single = len(merged) == 1
