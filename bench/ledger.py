@@ -8,7 +8,9 @@ The ledger is pre-filled by writing rows directly with the standard ``sqlite3`` 
 the documented format (docs/ledger.md) — which also checks that the format is usable by other tools.
 Scenarios (one ledger each):
 
-* ``1 kind``     — 10^4 spends of one mechanism (a typical analyst repeating a query type);
+* ``1 kind``     — 10^4 spends of one mechanism (a typical analyst repeating a query type), then
+  more of the same;
+* ``1 kind + G``  — the same history, then spends of a Gaussian mechanism;
 * ``100 kinds``  — 10^4 spends of 100 different Gaussian mechanisms;
 * ``10^4 kinds`` — 10^4 spends, every one a different Gaussian (the worst case for grouping).
 
@@ -72,10 +74,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def run(name: str, path: Path, items: list[Guarantee], spends: int) -> None:
+def run(
+    name: str, path: Path, items: list[Guarantee], spends: int, new_item: Guarantee | None = None
+) -> None:
     budget = sdp.ApproxDP(1e9, 1e-6)  # never exhausted: measure the check, not a refusal
     prefill(path, items, budget)
-    new_item = sdp.Gaussian(1234.5)
+    new_item = sdp.Gaussian(1234.5) if new_item is None else new_item
 
     t0 = time.perf_counter()
     ledger = Ledger(path)
@@ -126,7 +130,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         root = Path(tmp)
         print(f"{n} entries per ledger, {args.spends} warm spends, files in {root}")
-        run("1 kind", root / "one.sqlite", [sdp.Laplace(100.0)] * n, args.spends)
+        run(
+            "1 kind",
+            root / "one.sqlite",
+            [sdp.Laplace(100.0)] * n,
+            args.spends,
+            new_item=sdp.Laplace(100.0),
+        )
+        run("1 kind + G", root / "one_g.sqlite", [sdp.Laplace(100.0)] * n, args.spends)
         run(
             "100 kinds",
             root / "hundred.sqlite",

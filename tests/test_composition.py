@@ -303,3 +303,29 @@ def test_ddr20_far_tail_never_reports_zero_while_positive() -> None:
     assert 0.0 < g.delta(1000.0) <= 1e-260
     assert g.delta(1500.0) == 0.0
     assert _DDR(0.5, 1500).delta(600.0) > 0.0  # the O(k²) path keeps relative accuracy
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 2.0, 7.25, 40.0, math.inf])
+def test_rdp_curve_of_a_gaussian_laplace_mix_is_the_exact_sum(alpha: float) -> None:
+    # The Gaussians' Rényi terms are summed as one linear curve α·Σc·μ²/2; the reference sums
+    # each item's closed form (Gaussian α/(2σ²), Laplace Mironov 2017 Prop 6) in 50 digits.
+    from reference import laplace_renyi
+
+    items = [
+        (sdp.Gaussian(2.0), 3),
+        (sdp.Gaussian(5.0), 1),
+        (sdp.GDP(0.7), 2),
+        (sdp.Laplace(scale=3.0), 4),
+    ]
+    got = compose(items).renyi(alpha)
+    if alpha == math.inf:
+        assert got == math.inf
+        return
+    with mpmath.workdps(50):
+        a = mpmath.mpf(alpha)
+        gauss = 3 * a / (2 * mpmath.mpf(2) ** 2) + a / (2 * mpmath.mpf(5) ** 2)
+        gauss += 2 * a * mpmath.mpf(0.7) ** 2 / 2
+        exact = gauss + 4 * laplace_renyi(mpmath.mpf(1) / 3, alpha)
+    # never below the exact sum (μ = 1/5 and 1/3 are rounded up), and within a few ulps of it
+    assert got >= exact
+    assert got <= exact * (1 + 1e-13)

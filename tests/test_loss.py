@@ -581,3 +581,32 @@ def test_no_nan_and_ordered_brackets(items: list[tuple[object, int]], d: float, 
         if math.isfinite(eps):
             assert pess.delta(eps) <= d
         assert opt.epsilon(d) <= eps
+
+
+def test_group_cache_reuses_groups_and_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Self-composed groups are cached across compositions (an accountant recomposes its history
+    # at every spend). A cached answer must equal a fresh one, cached masses must be read-only,
+    # and the cache must respect its size cap.
+    monkeypatch.setattr(loss, "_group_cache", type(loss._group_cache)())
+    monkeypatch.setattr(loss, "_group_cache_size", [0])
+    items = [(sdp.Laplace(scale=20.0), 300), (sdp.RandomizedResponse(0.3), 50)]
+    first = loss.compose_pld(items).epsilon_bracket(1e-6)
+    assert len(loss._group_cache) >= 2
+    for q in loss._group_cache.values():
+        assert not q.data.flags.writeable
+    again = loss.compose_pld(items).epsilon_bracket(1e-6)
+    assert again == first
+    # a cap below one group's size keeps nothing, and answers do not change
+    monkeypatch.setattr(loss, "_GROUP_CACHE_BINS", 8)
+    monkeypatch.setattr(loss, "_group_cache", type(loss._group_cache)())
+    monkeypatch.setattr(loss, "_group_cache_size", [0])
+    assert loss.compose_pld(items).epsilon_bracket(1e-6) == first
+    assert loss._group_cache_size[0] <= 8
+
+
+@pytest.mark.parametrize("h", [1e-9, 3.7e-5, 1e-3, 0.0123, 0.5])
+def test_ladder_rounds_grids_down_by_less_than_a_ninth_of_an_octave(h: float) -> None:
+    r = loss._ladder(h)
+    assert r <= h * (1 + 1e-15)
+    assert r > h * 2.0 ** (-1.0 / 8.0) * (1 - 1e-15)
+    assert loss._ladder(r) == r  # ladder values are fixed points: grids repeat

@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import heapq
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -1016,7 +1018,47 @@ def _commensurate(a: float, h: float) -> bool:
     return abs(r - round(r)) <= 1e-9 * max(1.0, r)
 
 
+#: Self-composed groups kept for reuse by later compositions, least recently used out first, up to
+#: this many bins in all (an accountant recomposes its whole history at every spend, and most of
+#: its groups are the same at the same grid; grids come from a fixed ladder, see :func:`_ladder`).
+_GROUP_CACHE_BINS = 2**23
+_group_cache: OrderedDict[tuple[object, ...], DiscretePLD] = OrderedDict()
+_group_cache_lock = threading.Lock()
+_group_cache_size = [0]
+
+
 def _group_pld(
+    pair: DominatingPair,
+    count: int,
+    h: float,
+    tilt: float,
+    pessimistic: bool,
+    tail: float,
+    final: bool,
+) -> DiscretePLD:
+    """The PLD of ``count`` copies of ``pair`` on the grid of spacing h (cached when count ≥ 2;
+    the result is read-only)."""
+    if count < 2:
+        return _compute_group_pld(pair, count, h, tilt, pessimistic, tail, final)
+    key = (pair, count, h, tilt, pessimistic, tail, final)
+    with _group_cache_lock:
+        hit = _group_cache.get(key)
+        if hit is not None:
+            _group_cache.move_to_end(key)
+            return hit
+    q = _compute_group_pld(pair, count, h, tilt, pessimistic, tail, final)
+    q.data.setflags(write=False)
+    with _group_cache_lock:
+        if key not in _group_cache and q.data.size <= _GROUP_CACHE_BINS // 4:
+            _group_cache[key] = q
+            _group_cache_size[0] += q.data.size
+            while _group_cache_size[0] > _GROUP_CACHE_BINS:
+                _, old = _group_cache.popitem(last=False)
+                _group_cache_size[0] -= old.data.size
+    return q
+
+
+def _compute_group_pld(
     pair: DominatingPair,
     count: int,
     h: float,
@@ -1091,6 +1133,12 @@ def _merge_gaussians(
     return ((GaussianPair(mu), 1), *others)
 
 
+def _ladder(h: float) -> float:
+    """h rounded down onto the ladder 2^(j/8): automatic grids then repeat across compositions of
+    similar items, so their groups are found in the cache (at most 9% more bins)."""
+    return 2.0 ** (math.floor(8.0 * math.log2(h)) / 8.0)
+
+
 def _normalise_items(items: Iterable[object]) -> tuple[tuple[DominatingPair, int], ...]:
     counts: dict[DominatingPair, int] = {}
     for entry in items:
@@ -1161,6 +1209,11 @@ class PLDResult:
         if pessimistic not in self._sides:
             self._sides[pessimistic] = _merge_gaussians(self.items, up=pessimistic)
         return self._sides[pessimistic]
+
+    @property
+    def group_count(self) -> int:
+        """How many FFT groups the composition has (distinct pairs, Gaussian pairs merged)."""
+        return len(self._side_items(True))
 
     # -- summary statistics of the exact pairs ---------------------------------------------------
     @property
@@ -1262,7 +1315,7 @@ class PLDResult:
         width = self._width()
         if not math.isfinite(width):
             raise NumericalError("the composed privacy loss spans more than the float range")
-        return self._align(max(h, width / 2**18, 1e-9))
+        return self._align(_ladder(max(h, width / 2**18, 1e-9)))
 
     # -- evaluation --------------------------------------------------------------------------------
     def plds(
@@ -1384,7 +1437,7 @@ class PLDResult:
                     break  # refining does not help (e.g. the gap is the truncated tail mass)
                 p = min(2.0, max(0.5, math.log(w1 / w2) / math.log(h1 / h2)))
             factor = (0.8 * self.target_relative_error * hi / width) ** (1.0 / p)
-            h_next = self._align(h * min(0.7, max(0.05, factor)))
+            h_next = self._align(_ladder(h * min(0.7, max(0.05, factor))))
             if max(pess.data.size, opt.data.size) * h / h_next > MAX_BINS:
                 break
             h = h_next
