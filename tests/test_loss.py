@@ -393,7 +393,9 @@ def test_weaker_pairs_are_dominated_by_the_originals(step: float) -> None:
     # pairs outside an ordered family are left alone
     kov = loss.approx_dp_pair(0.5, 1e-6)
     assert kov.weaker(step) is kov
-    assert loss.randomized_response_pair(0.7, 3).weaker(step) == loss.randomized_response_pair(0.7, 3)
+    assert loss.randomized_response_pair(0.7, 3).weaker(step) == loss.randomized_response_pair(
+        0.7, 3
+    )
 
 
 def test_quick_lower_bound_is_below_the_exact_value_and_the_bracket() -> None:
@@ -610,3 +612,50 @@ def test_ladder_rounds_grids_down_by_less_than_a_ninth_of_an_octave(h: float) ->
     assert r <= h * (1 + 1e-15)
     assert r > h * 2.0 ** (-1.0 / 8.0) * (1 - 1e-15)
     assert loss._ladder(r) == r  # ladder values are fixed points: grids repeat
+
+
+def _two_rr_groups_delta(
+    e_wide: float, k_wide: int, e_narrow: float, k_narrow: int, eps: float
+) -> float:
+    """δ(ε) of k_wide-fold ε_wide-RR composed with k_narrow-fold ε_narrow-RR, by summing over the
+    numbers of '+' outcomes of each group (50 digits)."""
+    with mp.workdps(50):
+        total = mp.mpf(0)
+        groups = []
+        for e0, k in ((e_wide, k_wide), (e_narrow, k_narrow)):
+            e0 = mp.mpf(e0)
+            p = mp.e**e0 / (1 + mp.e**e0)
+            groups.append(
+                [
+                    (mp.binomial(k, i) * p**i * (1 - p) ** (k - i), (2 * i - k) * e0)
+                    for i in range(k + 1)
+                ]
+            )
+        for w1, l1 in groups[0]:
+            for w2, l2 in groups[1]:
+                loss_ = l1 + l2
+                if loss_ > eps:
+                    total += w1 * w2 * (1 - mp.e ** (mp.mpf(eps) - loss_))
+        return float(total)
+
+
+def test_the_widest_group_is_cut_below_zero_without_changing_the_answer() -> None:
+    # Losses of the widest group that stay below 0 whatever the others add are not needed for
+    # δ(ε ≥ 0): its FFT window is cut there. The bracket must still hold the exact value,
+    # including at ε = 0, where the cut is closest to mattering.
+    items = [(sdp.RandomizedResponse(0.2), 400), (sdp.RandomizedResponse(1.0), 3)]
+    result = loss.compose_pld(items)
+    for eps in (0.0, 0.3, 2.0, 6.0):
+        exact = _two_rr_groups_delta(0.2, 400, 1.0, 3, eps)
+        lo, hi = result.delta_bracket(eps)
+        assert lo <= exact <= hi, (eps, lo, exact, hi)
+    h = 0.01
+    parts = loss._group_plds(loss._normalise_items(items), h, 2.0, True, loss.DEFAULT_TAIL)
+    wide = parts[0][0]
+    lowest = wide.offset * h + wide.phase
+    # the narrow group reaches at most 3 (+ 2h of slack, rounded up to h·2^j): cut at −6.4
+    # (at tilt 2: the FFT window also keeps all but 1e-15 of the *tilted* mass, which at tilt 0
+    # would reach as low as the untilted bulk)
+    assert -6.4 - h <= lowest < 0.0
+    lo, hi = loss.compose_pld(items, value_discretization=h).delta_bracket(0.3)
+    assert lo <= _two_rr_groups_delta(0.2, 400, 1.0, 3, 0.3) <= hi
