@@ -852,9 +852,9 @@ class _PLDGuarantee(Guarantee):
         coarse = self._coarse
         # Skipping the check is always valid; it only costs time when the PLD then loses. It is
         # skipped (a) for one or two groups: the check would cost about half of the answer, and
-        # the PLD, near-exact there, beats every non-exact rival (exact analyses are run alone,
-        # see Analysis.exact_for); (b) when the central-limit estimate of the PLD's ε is already
-        # below the rival: the PLD then almost surely wins.
+        # the PLD, near-exact there, almost always beats the non-exact rivals (exact analyses
+        # run alone, see Analysis.exact_for); (b) when the central-limit estimate of the PLD's ε
+        # is already below the rival: the PLD then almost surely wins.
         if coarse.group_count > 2 and (quantity != "epsilon" or coarse.clt_epsilon(at) >= rival):
             # many groups (after the exact merge of Gaussian pairs): merge dominated pairs onto a
             # 10% grid first; few: the exact pairs are cheaper

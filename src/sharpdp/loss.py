@@ -80,6 +80,7 @@ __all__ = [
     "LaplacePair",
     "PLDResult",
     "approx_dp_pair",
+    "clear_cache",
     "compose_pld",
     "discrete_gaussian_pair",
     "discrete_laplace_pair",
@@ -1030,6 +1031,14 @@ _GROUP_CACHE_BINS = 2**23
 _group_cache: OrderedDict[tuple[object, ...], DiscretePLD] = OrderedDict()
 _group_cache_lock = threading.Lock()
 _group_cache_size = [0]
+
+
+def clear_cache() -> None:
+    """Forget the self-composed groups kept for reuse (to free their memory, or to time a
+    composition from scratch). Results never depend on the cache."""
+    with _group_cache_lock:
+        _group_cache.clear()
+        _group_cache_size[0] = 0
 
 
 def _group_pld(
