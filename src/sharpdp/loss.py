@@ -1025,9 +1025,10 @@ def _commensurate(a: float, h: float) -> bool:
 
 
 #: Self-composed groups kept for reuse by later compositions, least recently used out first, up to
-#: this many bins in all (an accountant recomposes its whole history at every spend, and most of
-#: its groups are the same at the same grid; grids come from a fixed ladder, see :func:`_ladder`).
-_GROUP_CACHE_BINS = 2**23
+#: this many bins in all: 16 MB of masses, plus the δ tables of those that were final results (an
+#: accountant recomposes its whole history at every spend, and most of its groups are the same at
+#: the same grid; grids come from a fixed ladder, see :func:`_ladder`). See :func:`clear_cache`.
+_GROUP_CACHE_BINS = 2**21
 _group_cache: OrderedDict[tuple[object, ...], DiscretePLD] = OrderedDict()
 _group_cache_lock = threading.Lock()
 _group_cache_size = [0]
