@@ -599,7 +599,8 @@ def test_group_cache_reuses_groups_and_stays_bounded(monkeypatch: pytest.MonkeyP
     again = loss.compose_pld(items).epsilon_bracket(1e-6)
     assert again == first
     loss.clear_cache()
-    assert len(loss._group_cache) == 0 and loss._group_cache_size[0] == 0
+    assert len(loss._group_cache) == 0
+    assert loss._group_cache_size[0] == 0
     assert loss.compose_pld(items).epsilon_bracket(1e-6) == first
     # a cap below one group's size keeps nothing, and answers do not change
     monkeypatch.setattr(loss, "_GROUP_CACHE_BINS", 8)
