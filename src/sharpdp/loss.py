@@ -1052,16 +1052,30 @@ def _group_pld(
     floor: float,
 ) -> DiscretePLD:
     """The PLD of ``count`` copies of ``pair`` on the grid of spacing h, without what lies below
-    loss ``floor`` (see :func:`_truncate`); cached when count ≥ 2 (the result is read-only)."""
+    loss ``floor`` (moved up or dropped, see :func:`_truncate`). Groups of count ≥ 2 are cached
+    (read-only) in :data:`_group_cache`.
+
+    A pair whose atoms lie on a lattice incommensurate with h is first self-composed on its own
+    aligned grid (spacing a/⌈a/h⌉, where the discretisation of its atoms is exact), then regridded
+    once: one discretisation error for the whole group instead of one per copy.
+    """
     if count < 2:
-        return _compute_group_pld(pair, count, h, tilt, pessimistic, tail, floor)
+        q = discretise(pair, h, pessimistic=pessimistic, tilt=tilt)
+        return _truncate(q, tail, floor=floor) if floor > -math.inf else q
     key = (pair, count, h, tilt, pessimistic, tail, floor)
     with _group_cache_lock:
         hit = _group_cache.get(key)
         if hit is not None:
             _group_cache.move_to_end(key)
             return hit
-    q = _compute_group_pld(pair, count, h, tilt, pessimistic, tail, floor)
+    a = pair.lattice()
+    if a is not None and a >= 2.0 * h and not _commensurate(a, h):
+        h_g = a / math.ceil(a / h * (1.0 - 1e-12))
+        q = discretise(pair, h_g, pessimistic=pessimistic, tilt=tilt)
+        q = _truncate(_regrid(_power(q, count, tail, floor=floor), h), tail, floor=floor)
+    else:
+        q = discretise(pair, h, pessimistic=pessimistic, tilt=tilt)
+        q = _power(q, count, tail, floor=floor)
     q.data.setflags(write=False)
     with _group_cache_lock:
         if key not in _group_cache and q.data.size <= _GROUP_CACHE_BINS // 4:
@@ -1071,35 +1085,6 @@ def _group_pld(
                 _, old = _group_cache.popitem(last=False)
                 _group_cache_size[0] -= old.data.size
     return q
-
-
-def _compute_group_pld(
-    pair: DominatingPair,
-    count: int,
-    h: float,
-    tilt: float,
-    pessimistic: bool,
-    tail: float,
-    floor: float,
-) -> DiscretePLD:
-    """The PLD of ``count`` copies of ``pair`` on the grid of spacing h (losses below ``floor``
-    moved up or dropped, see :func:`_truncate`).
-
-    A pair whose atoms lie on a lattice incommensurate with h is first self-composed on its own
-    aligned grid (spacing a/⌈a/h⌉, where the discretisation of its atoms is exact), then regridded
-    once: one discretisation error for the whole group instead of one per copy.
-    """
-    a = pair.lattice()
-    if count >= 2 and a is not None and a >= 2.0 * h and not _commensurate(a, h):
-        h_g = a / math.ceil(a / h * (1.0 - 1e-12))
-        q = discretise(pair, h_g, pessimistic=pessimistic, tilt=tilt)
-        q = _power(q, count, tail, floor=floor)
-        q = _regrid(q, h)
-        return _truncate(q, tail, floor=floor)
-    q = discretise(pair, h, pessimistic=pessimistic, tilt=tilt)
-    if count > 1:
-        return _power(q, count, tail, floor=floor)
-    return _truncate(q, tail, floor=floor) if floor > -math.inf else q
 
 
 def _group_plds(
