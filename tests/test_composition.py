@@ -279,16 +279,21 @@ def test_binomial_cdf_accuracy_assumed_by_ddr20_holds_with_margin() -> None:
 
 
 def test_accuracy_sharpens_the_pld_and_stays_valid() -> None:
-    """k-fold Laplace: the default (1e-4) and a sharper accuracy are both above an independent
+    """k-fold Laplace: the PLD's default (1e-4) and a sharper accuracy are both above an independent
     lower bound on the exact ε (the binned-output pair composed by a plain FFT power,
     tests/reference.py), and the sharper one is within its accuracy of it."""
+    from sharpdp.loss import compose_pld
+
     items = [(sdp.Laplace(scale=10.0), 100)]
     lower = laplace_k_fold_epsilon_lower(sdp.Laplace(scale=10.0).epsilon0, 100, 1e-6, 2000)
-    default = compose(items).epsilon(1e-6)
-    sharp = compose(items, accuracy=1e-6).epsilon(1e-6)
+    # compose answers k-fold Laplace by the (exact) MGF inversion; the PLD alone shows accuracy
+    default = compose_pld(items).epsilon(1e-6)
+    sharp = compose_pld(items, target_relative_error=1e-6).epsilon(1e-6)
     assert lower * (1 - 1e-9) <= sharp <= default
     assert sharp <= lower * (1 + 1.2e-6)
     assert default - lower > sharp - lower  # the finer grid is sharper here
+    exact = compose(items).epsilon(1e-6)
+    assert lower * (1 - 1e-9) <= exact <= sharp
     for bad in (0.0, -1e-3, 1.0, float("nan")):
         with pytest.raises(sdp.InvalidParameter):
             compose(items, accuracy=bad)

@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+ComplexArray = npt.NDArray[np.complex128]
 
 U = 2.0**-53
 #: Accuracy assumed for scipy's special functions, in ulps (relative).
@@ -126,6 +127,30 @@ class DominatingPair:
     def log_mgf(self, beta: FloatArray) -> FloatArray:  # pragma: no cover - abstract
         """log E_P[e^{βL}; L < ∞] for each β (``inf`` where infinite)."""
         raise NotImplementedError
+
+    def tilted_cf(self, a: float, omega: FloatArray) -> tuple[ComplexArray, FloatArray] | None:
+        """The characteristic function of the loss law tilted by e^{aL} (a > 0), with error bounds.
+
+        φ(ω) = E_P[e^{(a+iω)L}; L < ∞] / e^{m}, where m is :meth:`log_mgf` at a *as computed in
+        floating point* (so φ(0) ≈ 1 and the normalisation cancels exactly in
+        :mod:`sharpdp._inversion`). Returns (φ(ω), e(ω)) with |φ̃ − φ| ≤ e for the computed φ̃,
+        or None when this pair has no closed form (the inversion analysis then does not apply).
+        """
+        return None
+
+    def cf_envelope(self, a: float, omega: float) -> float:
+        """A bound on |φ(ω′)| (see :meth:`tilted_cf`) for every ω′ ≥ ω ≥ 0, non-increasing in ω.
+
+        Pairs whose law has a density part bound it below 1 for large ω (the Gaussian's decays
+        to 0); purely atomic laws are periodic or almost periodic, so their envelope is their
+        total tilted mass, about 1.
+        """
+        return 1.0 + 64.0 * U
+
+    def mgf_slack(self) -> float:
+        """A bound on log(true MGF / MGF of the listed masses) at every real argument, for masses
+        known only to a relative error (0 for closed forms)."""
+        return 0.0
 
     def gdp_mu(self) -> float | None:
         """μ if this is the μ-GDP pair (N(0,1), N(μ,1)) — such pairs compose exactly, to the
@@ -432,6 +457,37 @@ class FinitePair(DominatingPair):
         ls, _ = self._arrays
         return float(np.abs(ls).max()) if ls.size else 0.0
 
+    def tilted_cf(self, a: float, omega: FloatArray) -> tuple[ComplexArray, FloatArray] | None:
+        """Σ_j w_j e^{iω l_j} with w_j = m_j e^{a l_j − m}; None when unlisted tail atoms exist
+        (their tilted mass is not bounded by the listed data)."""
+        if self.tail_low > 0.0 or self.tail_high > 0.0:
+            return None
+        ls, ms = self._arrays
+        keep = ms > 0
+        ls, ms = ls[keep], ms[keep]
+        lm = float(self.log_mgf(np.array([a]))[0])
+        if not math.isfinite(lm):
+            return None
+        w = np.exp(np.log(ms) + a * ls - lm)
+        om = np.asarray(omega, dtype=np.float64)
+        phase = np.outer(om, ls)
+        phi = (np.cos(phase) + 1j * np.sin(phase)) @ w
+        # each term: exp of an argument with absolute error ~u·|arg|, cos/sin of a phase with
+        # absolute error ~u·|ω l|; the sum adds ~n·u relative
+        arg = 4.0 + ls.size + np.abs(a * ls) + abs(lm)
+        err = 16.0 * U * (np.abs(phase) + arg[None, :]) @ w
+        return np.asarray(phi, dtype=np.complex128), np.asarray(err, dtype=np.float64)
+
+    def cf_envelope(self, a: float, omega: float) -> float:
+        ls, ms = self._arrays
+        keep = ms > 0
+        lm = float(self.log_mgf(np.array([a]))[0])
+        total = float(np.exp(np.log(ms[keep]) + a * ls[keep] - lm).sum())
+        return total * (1.0 + 16.0 * U * (4.0 + ls.size + abs(lm) + a * self.loss_bound()))
+
+    def mgf_slack(self) -> float:
+        return math.log1p(self.rel_err)
+
     def _range(self, tail: float) -> tuple[float, float]:
         ls, ms = self._arrays
         if not (ms > 0).any():
@@ -640,6 +696,63 @@ class LaplacePair(DominatingPair):
     def loss_bound(self) -> float:
         return self.epsilon0
 
+    def _tilted_parts(self, a: float) -> tuple[float, float, float, float, float]:
+        """(w1, w2, c0, pref, m) at the tilt a > 0: the atoms' tilted masses w1 (at ε0) and w2
+        (at −ε0), the density part's c0 = C(a)/e^m, and pref with
+        C(a + iω)/e^m = pref · e^{iωε0} (1 − e^{−2zε0})/(2z), z = a + 1/2 + iω, where
+        C(s) = E_P[e^{sL}; density part] = (1/2)e^{−ε0/2} sinh((s + 1/2)ε0)/(s + 1/2)."""
+        e0 = self.epsilon0
+        m = float(self.log_mgf(np.array([a]))[0])
+        x = a + 0.5
+        w1 = math.exp(math.log(0.5) + a * e0 - m)
+        w2 = math.exp(math.log(0.5) - e0 - a * e0 - m)
+        pref = math.exp(-0.5 * e0 + x * e0 - math.log(2.0) - m)
+        c0 = pref * -math.expm1(-2.0 * x * e0) / (2.0 * x)
+        return w1, w2, c0, pref, m
+
+    def cf_parts(
+        self, a: float, omega: FloatArray
+    ) -> tuple[ComplexArray, ComplexArray, FloatArray, FloatArray]:
+        """The atoms' and the density's parts of :meth:`tilted_cf`, with their error bounds:
+        w1 e^{iωε0} + w2 e^{−iωε0} and C(a + iω)/e^m (see :meth:`_tilted_parts`)."""
+        e0 = self.epsilon0
+        w1, w2, _, pref, m = self._tilted_parts(a)
+        x = a + 0.5
+        om = np.asarray(omega, dtype=np.float64)
+        rot = np.exp(1j * (om * e0))
+        z = x + 1j * om
+        dens = pref * rot * (1.0 - np.exp(-2.0 * e0 * z)) / (2.0 * z)
+        atoms = w1 * rot + w2 * np.conj(rot)
+        # exponent arguments carry absolute errors ~u·|arg| (relative errors of the weights),
+        # the phase ωε0 one of ~u·ωε0; 1 − e^{−2zε0} is computed to ~4u·(1 + e^{−2xε0})
+        arg = 4.0 + np.abs(om) * e0 + (a + 1.0) * e0 + abs(m)
+        err_atoms = 16.0 * U * (w1 + w2) * arg
+        err_dens = 16.0 * U * pref * (1.0 + math.exp(-2.0 * x * e0)) / (2.0 * np.abs(z)) * arg
+        return atoms, dens, err_atoms, err_dens
+
+    def tilted_cf(self, a: float, omega: FloatArray) -> tuple[ComplexArray, FloatArray] | None:
+        """w1 e^{iωε0} + w2 e^{−iωε0} + C(a + iω)/e^m (closed form; see :meth:`cf_parts`)."""
+        atoms, dens, err_atoms, err_dens = self.cf_parts(a, omega)
+        phi = atoms + dens
+        return np.asarray(phi, dtype=np.complex128), err_atoms + err_dens + 2.0 * U * np.abs(phi)
+
+    def density_envelope(self, a: float, omega: float) -> tuple[float, float]:
+        """(w1 + w2, g): bounds on |atoms part| (any ω) and on |density part| at every ω′ ≥ ω
+        (g non-increasing): |sinh(zε0)| ≤ cosh(xε0) gives |C(a + iω)| ≤
+        (1/2)e^{−ε0/2} cosh(xε0)/|z|, and |C(a + iω)| ≤ C(a) always."""
+        e0 = self.epsilon0
+        w1, w2, c0, _, m = self._tilted_parts(a)
+        x = a + 0.5
+        log_cosh = x * e0 + math.log1p(math.exp(-2.0 * x * e0)) - math.log(2.0)
+        cb = math.exp(-0.5 * e0 + log_cosh - math.log(2.0) - m) / math.hypot(x, omega)
+        fudge = 1.0 + 64.0 * U * (4.0 + (a + 1.0) * e0 + abs(m))
+        return (w1 + w2) * fudge, min(c0, cb) * fudge
+
+    def cf_envelope(self, a: float, omega: float) -> float:
+        """The sum of the two bounds of :meth:`density_envelope`."""
+        atoms, dens = self.density_envelope(a, omega)
+        return atoms + dens
+
     def anchor(self) -> float | None:
         return self.epsilon0
 
@@ -802,6 +915,19 @@ class GaussianPair(DominatingPair):
     def log_mgf(self, beta: FloatArray) -> FloatArray:
         b = np.asarray(beta, dtype=np.float64)
         return np.asarray(0.5 * b * (1.0 + b) * self.mu * self.mu, dtype=np.float64)
+
+    def tilted_cf(self, a: float, omega: FloatArray) -> tuple[ComplexArray, FloatArray] | None:
+        """exp((μ²/2)(iω(2a + 1) − ω²)): the loss is N(μ²/2, μ²) under P."""
+        om = np.asarray(omega, dtype=np.float64)
+        v = self.mu * self.mu
+        z = 0.5 * v * (1j * om * (2.0 * a + 1.0) - om * om)
+        phi = np.exp(z)
+        err = 16.0 * U * np.abs(phi) * (4.0 + np.abs(z) + v * a * (a + 1.0))
+        return np.asarray(phi, dtype=np.complex128), np.asarray(err, dtype=np.float64)
+
+    def cf_envelope(self, a: float, omega: float) -> float:
+        v = self.mu * self.mu
+        return math.exp(-0.5 * v * omega * omega) * (1.0 + 64.0 * U * (4.0 + v * a * (a + 1.0)))
 
     def _range(self, tail: float) -> tuple[float, float]:
         from scipy.special import ndtri

@@ -34,6 +34,8 @@ from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
 from sharpdp.guarantees import GDP, ZCDP, ApproxDP, BoundedRange, Guarantee
 
 if TYPE_CHECKING:
+    from sharpdp._inversion import Inversion
+    from sharpdp._pld_pairs import DominatingPair
     from sharpdp.clt import CLTEstimate
     from sharpdp.loss import PLDResult
     from sharpdp.mechanisms.additive import Gaussian
@@ -157,6 +159,66 @@ def _gdp(items: Items, adaptive: bool) -> Guarantee:
             raise NotImplied(f"{g!r} is not a Gaussian/GDP item")
         mus.append((g.mu, c))
     return GDP(_math.up(math.sqrt(math.fsum(c * m * m for m, c in mus))))
+
+
+def _tight_with_density(items: Items) -> bool:
+    # The inversion is exact for the items' dominating pairs; these pairs are attained by the
+    # items themselves (Laplace, Gaussian, randomized response) or by the worst (ε0, δ0)-DP
+    # mechanism (KOV), so no valid analysis can certify less. A Laplace or Gaussian item gives
+    # the loss law the density the inversion needs. Randomized response: the pair of two
+    # different true values is the mechanism's own worst case.
+    from sharpdp.guarantees import PureDP
+    from sharpdp.mechanisms.additive import Laplace
+    from sharpdp.mechanisms.randomized_response import RandomizedResponse
+
+    tight = (Laplace, RandomizedResponse, PureDP, ApproxDP)
+    if not items or _all_gaussian(items):
+        return False  # the closed form (gdp) is exact and cheaper
+    if not all(type(g) in tight or _is_gaussian(g) for g, _ in items):
+        return False
+    return any(type(g) is Laplace or _is_gaussian(g) for g, _ in items)
+
+
+@analysis(
+    "mgf",
+    "certified inversion of the composed loss's moment generating function "
+    "(trapezoid rule on the Bromwich line; aliasing errs upward) — exact to ~1e-11",
+    exact_for=_tight_with_density,
+)
+def _mgf(items: Items, adaptive: bool) -> Guarantee:
+    from sharpdp import loss
+
+    if _all_gaussian(items):
+        raise NotImplied("all items are Gaussian: their closed form (gdp) is exact")
+    if not _tight_with_density(items):
+        # valid for any pairs with closed-form characteristic functions, but only exact (and
+        # worth its cost) when the pairs are attained; elsewhere the PLD covers the same ground
+        raise NotImplied(
+            "run for Laplace, Gaussian, randomized response and (ε0, δ0)-DP items with a "
+            "Laplace or Gaussian among them"
+        )
+    for g, _ in items:
+        if not loss.supports(g):
+            raise NotImplied(f"no dominating pair is registered for {g!r}")
+    return _InversionGuarantee(loss._normalise_items(g for g in items))
+
+
+@dataclass(frozen=True)
+class _InversionGuarantee(Guarantee):
+    pairs: tuple[tuple[DominatingPair, int], ...]
+    notion: ClassVar[str] = "composition by MGF inversion"
+
+    @functools.cached_property
+    def _inversion(self) -> Inversion:
+        from sharpdp._inversion import Inversion
+
+        return Inversion(self.pairs)
+
+    def _epsilon(self, delta: float) -> float:
+        return float(self._inversion.epsilon(delta))
+
+    def _delta(self, epsilon: float) -> float:
+        return float(self._inversion.delta(epsilon))
 
 
 def _approx_pair(g: Guarantee) -> tuple[float, float]:
@@ -431,7 +493,10 @@ def _ddr(items: Items, adaptive: bool) -> Guarantee:
     k = sum(c for _, c in items)
     if k > _DDR_MAX_K:
         raise NotImplied(f"DDR20 is evaluated for at most {_DDR_MAX_K} items; got {k}")
-    return _DDR(etas.pop(), k)
+    eta = etas.pop()
+    if not math.isfinite(2.0 * k * eta):
+        raise NotImplied(f"k·η = {k}·{eta!r} is beyond the float range")
+    return _DDR(eta, k)
 
 
 def _bounded_range(g: Guarantee) -> BoundedRange:
@@ -631,14 +696,20 @@ class Composition(Guarantee):
     def _prepared(self) -> list[tuple[Analysis, Guarantee | str]]:
         return [(a, self._prepare(a)) for a in _all_analyses()]
 
-    def _needed(self) -> list[tuple[Analysis, Guarantee | str]]:
-        """The analyses an ε/δ query must evaluate: an exact one alone if any applies; otherwise
-        all but those dominated by one that applies (see :class:`Analysis`)."""
+    def _exact(self) -> list[tuple[Analysis, Guarantee]]:
+        """The analyses exact for these items that could be prepared (tried first by queries;
+        one may still decline a particular query, which then falls back to :meth:`_needed`)."""
+        out = []
         for a in _all_analyses():
             if a.exact_for is not None and a.exact_for(self.items):
                 g = self._prepare(a)
                 if not isinstance(g, str):
-                    return [(a, g)]
+                    out.append((a, g))
+        return out
+
+    def _needed(self) -> list[tuple[Analysis, Guarantee | str]]:
+        """The analyses an ε/δ query must evaluate when no exact one answers: all but those
+        dominated by one that applies (see :class:`Analysis`)."""
         out = []
         for a in _all_analyses():
             if a.dominated_by is not None:
@@ -683,6 +754,11 @@ class Composition(Guarantee):
         d = _validate.probability("delta", delta)
         if not self.items:
             return True
+        for _, exact in self._exact():
+            try:
+                return exact.delta(e) <= d
+            except (NotImplied, NumericalError):
+                continue
         for _, g in self._needed():
             if isinstance(g, str):
                 continue
@@ -695,7 +771,13 @@ class Composition(Guarantee):
 
     def _minimum(self, quantity: str, at: float, worst: float) -> float:
         """The least value over the needed analyses; costly refinable ones (the PLD) go last and
-        are told the best value so far, so they stop refining once they provably cannot win."""
+        are told the best value so far, so they stop refining once they provably cannot win.
+        An exact analysis that answers is the minimum by definition."""
+        for _, g in self._exact():
+            try:
+                return g.epsilon(at) if quantity == "epsilon" else g.delta(at)
+            except (NotImplied, NumericalError):
+                continue
         needed = self._needed()
         cheap = [(a, g) for a, g in needed if not isinstance(g, _PLDGuarantee)]
         costly = [(a, g) for a, g in needed if isinstance(g, _PLDGuarantee)]

@@ -71,8 +71,12 @@ from sharpdp._pld_pairs import (
 )
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
 
+#: Largest finite |loss| of a pair the PLD discretises (its MGF tables need β·loss in range).
+MAX_LOSS = 1e6
+
 __all__ = [
     "FFT_ULPS",
+    "MAX_LOSS",
     "DiscretePLD",
     "DominatingPair",
     "FinitePair",
@@ -304,13 +308,18 @@ class _MGF:
             out[start : start + step] = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
         return cls(out + 1e-12 * (1.0 + np.abs(out)))
 
+    # log-MGF values beyond the float range become ±inf (M = ∞ or 0), their correct rounding
+    @staticmethod
+    def _up(v: FloatArray) -> _MGF:
+        return _MGF(np.where(np.isfinite(v), v + 1e-12 * np.abs(v), v))
+
     def plus(self, other: _MGF, times: int = 1) -> _MGF:
-        v = self.values + times * other.values
-        return _MGF(v + 1e-12 * np.abs(v))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._up(self.values + times * other.values)
 
     def times(self, k: int) -> _MGF:
-        v = k * self.values
-        return _MGF(v + 1e-12 * np.abs(v))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._up(k * self.values)
 
     def add_atom(self, log_mass: float, loss: float) -> _MGF:
         v = np.logaddexp(self.values, log_mass + MGF_ORDERS * loss)
@@ -839,18 +848,22 @@ def _power(
     # tilted cuts: tilted mass (normalised by e^{k·log_scale}) above u is at most
     # exp(k(M(β) − s) + (λ − β)u) for β > λ; below l: exp(k(M(β) − s) + (λ − β)l) for β < λ.
     s = p.log_scale
-    vals = k * (p.mgf.values - s)
-    log_rel = math.log(_ALIAS_REL)
-    above = lam < MGF_ORDERS
-    below = lam > MGF_ORDERS
-    if above.any():
-        hi = max(hi, float(np.min((vals[above] - log_rel) / (MGF_ORDERS[above] - lam))))
-    if below.any():
-        lo = min(lo, float(np.max((log_rel - vals[below]) / (lam - MGF_ORDERS[below]))))
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond the float range: ±inf, no cut
+        vals = k * (p.mgf.values - s)
+        log_rel = math.log(_ALIAS_REL)
+        above = lam < MGF_ORDERS
+        below = lam > MGF_ORDERS
+        if above.any():
+            hi = max(hi, float(np.min((vals[above] - log_rel) / (MGF_ORDERS[above] - lam))))
+        if below.any():
+            lo = min(lo, float(np.max((log_rel - vals[below]) / (lam - MGF_ORDERS[below]))))
     # index space of the k-fold law: loss = j·h + k·phase
     big_phase = k * p.phase
     support_lo = k * p.offset
     support_hi = k * (p.offset + n - 1)
+    # a cut beyond the support (or infinite: no finite Chernoff bound) is the support's end
+    hi = min(hi, (support_hi + 1) * h + big_phase)
+    lo = max(lo, (support_lo - 1) * h + big_phase)
     j_lo = max(support_lo, math.floor((lo - big_phase) / h))
     j_hi = min(support_hi, math.ceil((hi - big_phase) / h))
     if j_hi < j_lo:
@@ -1569,4 +1582,11 @@ def compose_pld(
     h = None
     if value_discretization is not None:
         h = _validate.positive("value_discretization", value_discretization)
-    return PLDResult(_normalise_items(items), h, t, tl)
+    pairs = _normalise_items(items)
+    for pair, _ in pairs:
+        if not pair.loss_bound() <= MAX_LOSS:
+            raise NotImplied(
+                f"{pair!r} has finite losses up to {pair.loss_bound()!r}; the PLD grid handles "
+                f"|loss| ≤ {MAX_LOSS:g} (such a pair is not private in any useful sense)"
+            )
+    return PLDResult(pairs, h, t, tl)

@@ -1,0 +1,567 @@
+"""Certified numerical inversion of a composed privacy loss's moment generating function.
+
+For a composition with loss L = Σ L_i (independent, each L_i from a dominating pair; laws under P),
+the privacy profile is δ(ε) = P[L = ∞] + E[(1 − e^{ε − L})_+; L < ∞]. For any tilt a > 0 write
+K(a) = Σ log E[e^{a L_i}; L_i < ∞] and ν_a for the finite part of the law tilted by e^{aL} and
+normalised. Then, with G(l) = (1 − e^{ε − l})_+ e^{−a l},
+
+    δ(ε) − P[L = ∞] = e^{K(a)} ∫ G dν_a = e^{K(a) − aε} (1/2π) ∫ Ĝ(ω) φ(ω) dω,
+
+where φ(ω) = Π φ_i(ω) is the characteristic function of ν_a (a product over the items, known in
+closed form for Gaussian, Laplace and finite pairs) and e^{−aε}Ĝ(ω) = ∫ G(l) e^{−iωl} dl with
+Ĝ(ω) = 1/((a + iω)(a + 1 + iω)) [Parseval; the characteristic-function view of PLD accounting is
+Zhu–Dong–Wang 2022, arXiv 2106.08567].
+
+**The trapezoid rule errs only upwards.** With step Δω = 2π/T, Poisson summation gives
+(Δω/2π) Σ_n Ĝ(nΔω) φ(nΔω) = ∫ Σ_j G(l + jT) dν_a(l) ≥ ∫ G dν_a, because G ≥ 0: the rule computes
+the expectation of the T-periodised G, whose extra terms are non-negative (the aliasing identity
+behind Fourier-series inversion, Abate–Whitt 1992). T is chosen by Chernoff bounds so that the
+excess is negligible, but no bound on it is needed for validity.
+
+**Truncation.** The terms with |n| > N are bounded by |Ĝ(ω)| ≤ 1/ω² and an envelope
+Φ(ω) ≥ sup_{ω′ ≥ ω} |φ(ω′)| (a product of per-pair envelopes; a density part makes them < 1, a
+Gaussian makes them vanish): Σ_{n>N} ≤ Φ((N + 1)Δω)/(Δω² N). Laws that are almost purely atomic
+do not decay; N is then too large and the inversion declines (:class:`NotImplied`).
+
+**Rounding.** Each factor φ_i comes with an absolute error bound e_i (see
+:meth:`~sharpdp._pld_pairs.DominatingPair.tilted_cf`); a product of powers then errs by at most
+Π(|φ̃_i| + 2e_i)^{c_i} − Π(|φ̃_i| − e_i)_+^{c_i}, and exp/sum roundings are bounded by standard
+error analysis (a few ulps per operation, with generous factors). All bounds are added to the
+upper value and subtracted from the lower one, so :meth:`Inversion.delta_bracket` brackets the
+exact δ(ε) of the composition, and the upper end is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from sharpdp._pld_pairs import DominatingPair, GaussianPair, LaplacePair
+from sharpdp.errors import NotImplied, NumericalError
+
+FloatArray = npt.NDArray[np.float64]
+ComplexArray = npt.NDArray[np.complex128]
+
+U = 2.0**-53
+#: Relative accuracy (in δ) to which the inversion is carried out.
+DEFAULT_TOLERANCE = 1e-11
+#: Most trapezoid nodes evaluated for one δ(ε); beyond, the inversion declines.
+MAX_NODES = 1 << 16
+#: Largest finite |loss| of a pair the inversion accepts.
+_MAX_LOSS = 1e6
+#: Most leading terms (in the number of density factors) summed in closed form for one Laplace
+#: group whose law is too atomic to invert whole.
+_MAX_SPLIT = 4
+#: log of a Chernoff bound e^{K(a) − aε} below which δ's finite part is not computed (< 1e-304).
+_NEGLIGIBLE = -700.0
+#: Relative precision of ε(δ) (far below the inversion's own accuracy in δ).
+_EPS_RTOL = 1e-12
+#: A root search re-plans when ε moves by more than this (relative) from the planned ε.
+_REPLAN = 5e-2
+#: A plan with at most this many nodes is taken without trying further splits.
+_SMALL_PLAN = 2048
+
+
+def _merged(items: tuple[tuple[DominatingPair, int], ...]) -> tuple[tuple[DominatingPair, int], ...]:
+    """Gaussian pairs merged into one, μ² = Σ c μ_i² rounded up (μ-GDP compose exactly,
+    Dong–Roth–Su 2019 Cor 3.3; a larger μ dominates)."""
+    gauss = [(p.gdp_mu(), c) for p, c in items if p.gdp_mu() is not None]
+    others = tuple((p, c) for p, c in items if p.gdp_mu() is None)
+    if not gauss:
+        return others
+    total = sum((Fraction(mu) ** 2 * c for mu, c in gauss if mu is not None), Fraction(0))
+    mu = math.sqrt(float(total))
+    while Fraction(mu) ** 2 < total:
+        mu = math.nextafter(mu, math.inf)
+    return ((GaussianPair(mu), 1), *others)
+
+
+def invertible(items: tuple[tuple[DominatingPair, int], ...]) -> bool:
+    """Whether every pair has a closed-form characteristic function and some part of the law
+    is not atomic (a density, whose characteristic function decays)."""
+    if not items:
+        return False
+    probe = np.array([1.0])
+    decays = False
+    for pair, _ in items:
+        if not pair.loss_bound() <= _MAX_LOSS:
+            return False  # not private in any useful sense; e^{a·loss} would leave the floats
+        if pair.tilted_cf(0.5, probe) is None:
+            return False
+        decays = decays or pair.cf_envelope(0.5, math.inf) < 1.0
+    return decays
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One δ(ε) evaluation: tilt, period, nodes, and the first-order size of the answer."""
+
+    a: float
+    k_a: float  # K(a), as computed
+    period: float
+    nodes: int
+    scale_estimate: float  # saddle-point estimate of ∫ G dν_a (for choosing T and N)
+
+
+class Inversion:
+    """δ(ε) and ε(δ) of a composition by certified inversion of its moment generating function.
+
+    Args:
+        items: ``((pair, count), ...)``; every pair must have a closed-form
+            :meth:`~sharpdp._pld_pairs.DominatingPair.tilted_cf`.
+        tolerance: relative accuracy aimed at for δ (the bracket's width is certified anyway).
+    """
+
+    def __init__(
+        self, items: tuple[tuple[DominatingPair, int], ...], tolerance: float = DEFAULT_TOLERANCE
+    ) -> None:
+        if not invertible(items):
+            raise NotImplied("the inversion needs closed-form characteristic functions and a density part")
+        self.items = _merged(items)
+        self.tolerance = tolerance
+        p_fin = sum(c * math.log1p(-p.inf_mass) for p, c in self.items if p.inf_mass > 0.0)
+        # P[L = ∞] = 1 − Π(1 − p_i)^{c_i}, rounded up (and down for the lower bracket end)
+        self.inf_mass_hi = min(1.0, -math.expm1(p_fin) * (1.0 + 1e-13) + 1e-300 * (p_fin < 0.0))
+        self.inf_mass_lo = max(0.0, -math.expm1(p_fin) * (1.0 - 1e-13))
+        self.slack = sum(c * p.mgf_slack() for p, c in self.items)
+        self._phi_cache: dict[tuple[int, _Plan], tuple[ComplexArray, FloatArray]] = {}
+        self.max_loss = math.fsum(
+            c * p.loss_bound() if p.gdp_mu() is None else math.inf for p, c in self.items
+        )
+
+    # -- the cumulant generating function ------------------------------------------------------
+
+    def _k(self, a: FloatArray) -> FloatArray:
+        out = np.zeros_like(a)
+        for p, c in self.items:
+            out += c * p.log_mgf(a)
+        return out
+
+    def _k_abs(self, a: float) -> float:
+        """Σ c |log-MGF| at a (scales the rounding error of K(a))."""
+        x = np.array([a])
+        return float(sum(c * abs(float(p.log_mgf(x)[0])) for p, c in self.items))
+
+    def _saddle(self, epsilon: float) -> tuple[float, float, float]:
+        """(a, K(a), K''(a)) minimising K(a) − aε − log(a(a + 1)) (a convex function), found on
+        nested logarithmic grids. Any a > 0 gives a valid bound; this one makes it cheap."""
+        lo, hi = -8.0, 6.0
+        best = 0.0
+        for _ in range(3):
+            la = np.linspace(lo, hi, 57)
+            a = np.exp(la)
+            with np.errstate(over="ignore", invalid="ignore"):
+                f = self._k(a) - a * epsilon - np.log(a) - np.log1p(a)
+            f = np.where(np.isfinite(f), f, np.inf)
+            i = int(np.argmin(f))
+            if not math.isfinite(float(f[i])):
+                raise NumericalError(f"no finite saddle point at ε = {epsilon!r}")
+            best = float(a[i])
+            step = la[1] - la[0]
+            lo, hi = la[i] - step, la[i] + step
+        eta = 1e-3
+        kk = self._k(np.array([best * (1 - eta), best, best * (1 + eta)]))
+        k2 = float((kk[0] - 2 * kk[1] + kk[2]) / (best * eta) ** 2)
+        return best, float(kk[1]), max(k2, 1e-300)
+
+    # -- one evaluation -----------------------------------------------------------------------
+
+    def _plan_any(self, epsilon: float) -> tuple[int, _Plan]:
+        """The plan for the whole law, or (one Laplace group only) the cheapest plan for its part
+        with at least r0 density factors, the rest being summed in closed form (r0 = 1..4)."""
+        saddle = self._saddle(epsilon)
+        split = len(self.items) == 1 and isinstance(self.items[0][0], LaplacePair)
+        best: tuple[int, _Plan] | None = None
+        for r0 in range(_MAX_SPLIT + 1 if split else 1):
+            if r0 > self.items[0][1]:
+                return r0, _Plan(saddle[0], saddle[1], 1.0, 1, 1.0)  # all in closed form
+            try:
+                plan = self._plan(epsilon, saddle, r0)
+            except NotImplied:
+                if r0 == _MAX_SPLIT or not split:
+                    if best is not None:
+                        return best
+                    raise
+                continue
+            if best is None or plan.nodes < best[1].nodes:
+                best = (r0, plan)
+            if plan.nodes <= _SMALL_PLAN:
+                break
+        assert best is not None
+        return best
+
+    def _plan(self, epsilon: float, saddle: tuple[float, float, float], r0: int) -> _Plan:
+        a, k_a, k2 = saddle
+        if k_a - a * epsilon < _NEGLIGIBLE:
+            return _Plan(a, k_a, 1.0, 1, 1.0)  # answered by Chernoff in _evaluate
+        scale = 1.0 / (a * (a + 1.0) * math.sqrt(2.0 * math.pi * k2))
+        log_target = k_a - a * epsilon + math.log(scale) + math.log(1e-3 * self.tolerance)
+        # aliasing from below: Σ_j e^{−ajT} ≤ 2e^{−aT}; from above: Σ_j e^{ajT} δ(ε + jT) ≤
+        # 2e^{K(θ) − θε − (θ − a)T} (Chernoff, θ > a). Both are pushed under tol·δ/1000.
+        period = 16.0 * math.sqrt(k2)
+        period = max(period, (math.log(2.0) - log_target) / a)
+        thetas = a * np.array([1.25, 1.5, 2.0, 3.0, 5.0])
+        with np.errstate(over="ignore", invalid="ignore"):
+            kt = self._k(thetas)
+        need = (kt - thetas * epsilon + math.log(2.0) - log_target) / (thetas - a)
+        need = need[np.isfinite(need)]
+        if need.size:
+            period = max(period, float(need.min()))
+        d_omega = 2.0 * math.pi / period
+        # truncation: Φ((N+1)Δω)/(π Δω N) ≤ tol·scale/100 (in units of e^{K(a) − aε})
+        goal = 1e-2 * self.tolerance * scale * math.pi * d_omega
+        n = max(16, int(math.sqrt(2.0 * math.log(1e3 / self.tolerance) / k2) / d_omega) + 1)
+        def enough(m: int) -> bool:
+            return self._envelope(a, (m + 1) * d_omega, r0) / m <= goal
+
+        if not enough(MAX_NODES):
+            raise NotImplied(
+                "the loss law is too close to atomic for the inversion (its characteristic "
+                f"function does not decay within {MAX_NODES} nodes)"
+            )
+        lo = n // 2
+        while not enough(n):
+            lo = n
+            n *= 2
+            if n > MAX_NODES:
+                raise NotImplied(
+                    "the loss law is too close to atomic for the inversion (its characteristic "
+                    f"function does not decay within {MAX_NODES} nodes)"
+                )
+        while n - lo > max(16, n // 16):  # the bound is decreasing in N: bisect (to ~6%)
+            mid = (lo + n) // 2
+            if enough(mid):
+                n = mid
+            else:
+                lo = mid
+        return _Plan(a, k_a, period, n, scale)
+
+    def _envelope(self, a: float, omega: float, r0: int = 0) -> float:
+        """A bound on |φ(ω′)| for all ω′ ≥ ω (of the r ≥ r0 part when r0 > 0)."""
+        if r0 > 0:
+            pair, count = self.items[0]
+            assert isinstance(pair, LaplacePair)
+            atoms, dens = pair.density_envelope(a, omega)
+            return float(_binomial_tail(count, r0, np.array([atoms]), np.array([dens]))[0])
+        log_env = 0.0
+        for p, c in self.items:
+            e = p.cf_envelope(a, omega)
+            if e <= 0.0:
+                return 0.0
+            log_env += c * math.log(e)
+        return math.exp(min(log_env, 700.0))
+
+    def delta_bracket(self, epsilon: float) -> tuple[float, float]:
+        """(lower, upper) bounds on the exact δ(ε) of the composition (ε ≥ 0)."""
+        lo, hi, _ = self._evaluate(epsilon)
+        return lo, hi
+
+    def _phi(self, a: float, om: FloatArray, r0: int) -> tuple[ComplexArray, FloatArray]:
+        """φ(ω) of ν_a (or of its part with r ≥ r0 density factors, see :func:`_split_terms`)
+        and a bound on the error of the computed values."""
+        if r0 > 0:
+            pair, count = self.items[0]
+            assert isinstance(pair, LaplacePair)
+            return _split_terms(pair, count, r0, a, om)
+        log_phi = np.zeros(om.size, dtype=np.complex128)
+        log_hi = np.zeros(om.size)
+        log_lo = np.zeros(om.size)
+        abs_log = np.zeros(om.size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for p, c in self.items:
+                cf = p.tilted_cf(a, om)
+                if cf is None:  # pragma: no cover - checked by invertible()
+                    raise NotImplied(f"{p!r} has no closed-form characteristic function")
+                phi, err = cf
+                mag = np.abs(phi)
+                lp = np.log(phi)
+                log_phi += c * lp
+                abs_log += c * np.abs(lp)
+                log_hi += c * np.log(mag + 2.0 * err)
+                log_lo += c * np.log(np.maximum(mag - err, 0.0))
+        with np.errstate(under="ignore", invalid="ignore"):
+            phi = np.where(np.isfinite(log_phi.real), np.exp(log_phi), 0.0)
+            # Π(|φ̃_i| + 2e_i)^{c_i} − Π(|φ̃_i| − e_i)_+^{c_i} bounds the propagated input error;
+            # the sum of c_i log φ̃_i and its exp add ~u per unit of |exponent| per group
+            spread = np.exp(np.minimum(log_hi, 700.0)) - np.exp(log_lo)
+        rel = 8.0 * U * (len(self.items) + 4.0) * (1.0 + abs_log)
+        return phi, spread + np.abs(phi) * rel
+
+    def _evaluate(
+        self, epsilon: float, planned: tuple[int, _Plan] | None = None
+    ) -> tuple[float, float, float]:
+        """(lower, upper, a): the bracket and the tilt used (d log δ/dε ≈ −a).
+
+        ``planned`` reuses the plan made for a nearby ε (any tilt and nodes give valid bounds;
+        the plan only makes them sharp and cheap), so φ on its nodes is computed once.
+        """
+        if epsilon >= self.max_loss:
+            return self.inf_mass_lo, self.inf_mass_hi, math.inf
+        r0, plan = planned if planned is not None else self._plan_any(epsilon)
+        a = plan.a
+        k_err = 16.0 * U * (self._k_abs(a) + a * epsilon + 4.0) + self.slack
+        log_pre = plan.k_a - a * epsilon
+        if log_pre < _NEGLIGIBLE:
+            # far in the tail: Chernoff, (1 − e^{ε−l})_+ ≤ e^{a(l−ε)}, so the finite part is at
+            # most e^{K(a) − aε} — below the float range (kept as the least positive float)
+            return self.inf_mass_lo, self.inf_mass_hi + 5e-324, a
+        closed, closed_err = 0.0, 0.0
+        if r0 > 0:
+            pair, count = self.items[0]
+            assert isinstance(pair, LaplacePair)
+            closed, closed_err = _lattice_spline_delta(pair.epsilon0, count, r0, epsilon)
+            if r0 > count:  # every term is in closed form
+                lo = max(0.0, closed - closed_err)
+                return lo, min(1.0, closed + closed_err), a
+        d_omega = 2.0 * math.pi / plan.period
+        om = d_omega * np.arange(plan.nodes + 1, dtype=np.float64)
+        key = (r0, plan)
+        if key not in self._phi_cache:
+            self._phi_cache.clear()  # one plan at a time: that of the current root search
+            self._phi_cache[key] = self._phi(a, om, r0)
+        phi, phi_err = self._phi_cache[key]
+        g_hat = 1.0 / ((a + 1j * om) * (a + 1.0 + 1j * om))
+        g_abs = np.abs(g_hat)
+        terms = g_hat * phi * np.exp(-1j * om * epsilon)
+        mag_terms = np.abs(terms)
+        # the phase ωε is rounded to ~u·ωε; Ĝ and the products add a few ulps
+        err_terms = g_abs * phi_err + mag_terms * 8.0 * U * (4.0 + om * (epsilon + 2.0 * a + 2.0))
+        w = d_omega / (2.0 * math.pi)
+        total = w * (terms[0].real + 2.0 * float(np.sum(terms[1:].real)))
+        rounding = w * (
+            2.0 * float(np.sum(err_terms)) + 4.0 * (om.size + 2) * U * float(np.sum(mag_terms))
+        )
+        tail = self._envelope(a, (plan.nodes + 1) * d_omega, r0) / (math.pi * d_omega * plan.nodes)
+        tail *= 1.0 + 1e-9
+        if not (math.isfinite(total) and math.isfinite(rounding)):
+            raise NumericalError(f"the inversion at ε = {epsilon!r} is not finite (a bug)")
+        upper = self.inf_mass_hi + closed + closed_err
+        upper += math.exp(log_pre + k_err) * (total + tail + rounding)
+        # the periodisation's excess (for the lower end only), by the Chernoff bounds of _plan
+        alias = 2.0 * math.exp(-a * plan.period - log_pre)
+        thetas = a * np.array([1.25, 1.5, 2.0, 3.0, 5.0])
+        with np.errstate(over="ignore", invalid="ignore"):
+            kt = self._k(thetas) - thetas * epsilon - (thetas - a) * plan.period - log_pre
+        kt = kt[np.isfinite(kt)]
+        alias += 2.0 * math.exp(min(float(kt.min()), 700.0)) if kt.size else math.inf
+        core_lo = total - tail - rounding - alias
+        lower = self.inf_mass_lo + max(0.0, closed - closed_err)
+        lower += max(0.0, math.exp(log_pre - k_err - self.slack) * core_lo)
+        return lower, min(1.0, upper * (1.0 + 4.0 * U)), a
+
+    def delta(self, epsilon: float) -> float:
+        """A certified upper bound on δ(ε), within about the tolerance of the exact value."""
+        return self.delta_bracket(epsilon)[1]
+
+    def epsilon(self, delta: float) -> float:
+        """A certified ε with δ(ε) ≤ ``delta``: the root of the upper bound, found by Newton
+        steps on log δ (d log δ/dε ≈ −a at the saddle point), then checked."""
+        if delta <= self.inf_mass_hi:
+            raise NotImplied(f"δ = {delta!r} is not above the mass at infinity {self.inf_mass_hi!r}")
+        if delta >= 1.0:
+            return 0.0
+        target = math.log(delta - self.inf_mass_hi)
+        # Newton steps on the upper bound, kept inside a bracket [lo, hi] (δ_hi(lo) > δ ≥ δ_hi(hi))
+        lo, hi = 0.0, min(self.max_loss, math.inf)
+        eps = min(self._guess(delta), hi)
+        prev: tuple[float, float] | None = None
+        planned: tuple[int, _Plan] | None = None
+        planned_at = math.nan
+        for _ in range(80):
+            if planned is None or abs(eps - planned_at) > _REPLAN * max(eps, 1.0):
+                planned, planned_at = self._plan_any(eps), eps
+            _, upper, a = self._evaluate(eps, planned)
+            if upper <= delta:
+                hi = eps
+                if eps == 0.0:
+                    return 0.0
+            else:
+                lo = eps
+            excess = upper - self.inf_mass_hi
+            if excess > 0.0 and a < math.inf:
+                log_ex = math.log(excess)
+                slope = -a  # the saddle point's estimate of d log δ/dε, then secants
+                if prev is not None and prev[0] != eps:
+                    secant = (log_ex - prev[1]) / (eps - prev[0])
+                    if secant < 0.0:
+                        slope = secant
+                step = (target - log_ex) / slope
+                prev = (eps, log_ex)
+            else:
+                step = -math.inf
+            if upper <= delta and -step <= _EPS_RTOL * max(eps, 1.0):
+                return eps  # certified; a step down would gain nothing visible
+            new = eps + step
+            if upper > delta and step <= _EPS_RTOL * max(eps, 1.0):
+                new = eps + 2.0 * _EPS_RTOL * max(eps, 1.0)  # just below the root: step past it
+            if not lo < new < hi:  # Newton left the bracket: bisect
+                new = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * max(eps, 1.0)
+            if hi - lo <= _EPS_RTOL * max(hi, 1.0) and math.isfinite(hi):
+                return hi
+            eps = new
+        raise NumericalError(f"the inversion did not certify an ε at δ = {delta!r}")
+
+    def _guess(self, delta: float) -> float:
+        """ε where the saddle-point estimate of δ equals ``delta`` (bisection on a)."""
+        la = np.linspace(-8.0, 6.0, 141)
+        a = np.exp(la)
+        eta = 1e-4
+        with np.errstate(over="ignore", invalid="ignore"):
+            k0 = self._k(a)
+            kp = self._k(a * (1 + eta))
+            km = self._k(a * (1 - eta))
+        d1 = (kp - km) / (2 * a * eta)
+        d2 = np.maximum((kp - 2 * k0 + km) / (a * eta) ** 2, 1e-300)
+        eps = d1 - 1.0 / a - 1.0 / (a + 1.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            log_d = k0 - a * eps - np.log(a * (a + 1.0)) - 0.5 * np.log(2 * math.pi * d2)
+        target = math.log(delta - self.inf_mass_hi)
+        ok = np.isfinite(log_d) & np.isfinite(eps) & (eps >= 0.0)
+        below = np.nonzero(ok & (log_d <= target))[0]
+        if below.size == 0:
+            return max(0.0, float(np.nanmax(np.where(ok, eps, 0.0))))
+        return max(0.0, float(eps[below[0]]))
+
+
+# -- one Laplace group: the binomial split ------------------------------------------------------
+#
+# The Laplace loss law is α + γ: atoms (α: ε0 with mass 1/2, −ε0 with mass e^{−ε0}/2) and a density
+# (γ(l) = (1/4)e^{−ε0/2}e^{l/2} on (−ε0, ε0)). Its c-fold law is Σ_r C(c, r) α^{*(c−r)} * γ^{*r}.
+# The terms with few density factors are nearly atomic (their characteristic functions do not
+# decay), so those with r < r0 are summed exactly below and only the rest, whose characteristic
+# function Σ_{r≥r0} C(c, r) α̂^{c−r} γ̂^r decays like ω^{−r0}, is inverted.
+
+
+def _binomial_tail(count: int, r0: int, x: FloatArray, y: FloatArray) -> FloatArray:
+    """Σ_{r≥r0} C(c, r) x^{c−r} y^r = (x + y)^c · P[Bin(c, y/(x + y)) ≥ r0] for x, y ≥ 0
+    (increasing in x and y), with a 1e-9 relative margin for the incomplete beta function."""
+    from scipy.special import bdtrc
+
+    tot = x + y
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = np.where(tot > 0.0, y / tot, 0.0)
+        tail = bdtrc(r0 - 1, count, q)
+        out = np.exp(np.minimum(count * np.log(tot), 700.0)) * tail
+    return np.asarray(np.where(tot > 0.0, out, 0.0) * (1.0 + 1e-9), dtype=np.float64)
+
+
+def _split_terms(
+    pair: LaplacePair, count: int, r0: int, a: float, om: FloatArray
+) -> tuple[ComplexArray, FloatArray]:
+    """Σ_{r≥r0} C(c, r) α̂^{c−r} γ̂^r (tilted, normalised) = (α̂ + γ̂)^c − Σ_{r<r0}(…), with a bound
+    on its error: the inputs' errors propagate through the increasing majorant
+    :func:`_binomial_tail`; the subtraction's rounding is relative to (|α̂| + |γ̂|)^c."""
+    from scipy.special import comb
+
+    atoms, dens, e_atoms, e_dens = pair.cf_parts(a, om)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        la, lg = np.log(atoms), np.log(dens)
+        value = np.exp(count * np.log(atoms + dens))
+        for r in range(r0):
+            value = value - comb(count, r, exact=False) * np.exp((count - r) * la + r * lg)
+        ma, mg = np.abs(atoms), np.abs(dens)
+        spread = _binomial_tail(count, r0, ma + 2 * e_atoms, mg + 2 * e_dens) - _binomial_tail(
+            count, r0, np.maximum(ma - e_atoms, 0.0), np.maximum(mg - e_dens, 0.0)
+        )
+        scale = np.exp(np.minimum(count * np.log(ma + mg), 700.0))
+    ok = np.isfinite(value)
+    value = np.where(ok, value, 0.0)
+    rel = 16.0 * U * (r0 + 8.0) * (1.0 + count * (2.0 + np.abs(np.log(ma + mg)) + math.pi))
+    err = spread + 2.0 * scale * rel + np.where(ok, 0.0, scale)
+    return np.asarray(value, dtype=np.complex128), np.asarray(err, dtype=np.float64)
+
+
+def _integral_y_pow_exp(n: int, lam: float, y: float) -> tuple[float, float]:
+    """E(Y) = ∫_0^Y t^n e^{λt} dt (Y ≥ 0) and a bound on its absolute float error: the power
+    series Y^{n+1} Σ_m (λY)^m/(m!(n+m+1)) for |λY| ≤ 1, else the closed form
+    n!/(−λ)^{n+1}·(1 − e^{λY} Σ_{m≤n} (−λY)^m/m!)."""
+    z = lam * y
+    if abs(z) <= 1.0:
+        series, term = 0.0, 1.0
+        for m in range(24):  # |z| ≤ 1: the terms fall below 2^-60 of the first by m = 20
+            series += term / (n + m + 1)
+            term *= z / (m + 1)
+        return y ** (n + 1) * series, 64.0 * U * (n + 4.0) * y ** (n + 1) * math.exp(abs(z))
+    poly, poly_abs, term = 0.0, 0.0, 1.0
+    for m in range(n + 1):
+        poly += term
+        poly_abs += abs(term)
+        term *= -z / (m + 1)
+    ez = math.exp(min(z, 700.0))
+    fact = math.factorial(n) / (-lam) ** (n + 1)
+    return fact * (1.0 - ez * poly), 64.0 * U * (n + 4.0) * abs(fact) * (1.0 + ez * poly_abs)
+
+
+def _lattice_spline_delta(eps0: float, count: int, r0: int, epsilon: float) -> tuple[float, float]:
+    """Σ_{r<r0} of the δ(ε) contributions of C(c, r) α^{*(c−r)} * γ^{*r}, and an error bound.
+
+    α^{*(c−r)} has the atoms x_j = (c − r − 2j)ε0 with masses C(c−r, j)(1/2)^{c−r−j}(e^{−ε0}/2)^j;
+    γ^{*r}(s) = ((1/4)e^{−ε0/2})^r e^{s/2} IH_r(s), IH_r the r-fold convolution of the indicator of
+    (−ε0, ε0): Σ_i (−1)^i C(r, i)(s − c_i)_+^{r−1}/(r − 1)!, c_i = (2i − r)ε0 (a B-spline). With
+    t = ε − x_j the contribution is the integral of (e^{s/2} − e^{t}e^{−s/2}) IH_r(s) over
+    s ∈ (t, rε0), i.e. of polynomials times exponentials on the B-spline's pieces.
+    """
+    from scipy.special import comb, gammaln
+
+    value = 0.0
+    err = 0.0
+    for r in range(min(r0, count + 1)):
+        j = np.arange(count - r + 1, dtype=np.float64)
+        m = count - r
+        log_w = (
+            gammaln(count + 1.0) - gammaln(r + 1.0) - gammaln(m + 1.0)
+            + gammaln(m + 1.0) - gammaln(j + 1.0) - gammaln(m - j + 1.0)
+            + (m - j) * math.log(0.5) + j * (-eps0 - math.log(2.0))
+            + r * (math.log(0.25) - 0.5 * eps0)
+        )  # fmt: skip
+        weight = np.exp(log_w)
+        w_err = weight * 64.0 * U * (4.0 + np.abs(log_w) + count)
+        t = epsilon - (m - 2.0 * j) * eps0
+        if r == 0:
+            live = t < 0.0
+            part = np.where(live, -np.expm1(np.minimum(t, 0.0)), 0.0)
+            value += float(np.sum(weight * part))
+            err += float(np.sum(w_err * part + weight * 4.0 * U * (1.0 + np.abs(t)) * part))
+            continue
+        live = t < r * eps0
+        integral = np.zeros_like(t)
+        mag = np.zeros_like(t)
+        for i in range(r):
+            c_i = (2 * i - r) * eps0
+            coef = comb(r, i, exact=True) / math.factorial(r - 1)
+            y_top = 2.0 * (r - i) * eps0
+            y_lo = np.clip(t - c_i, 0.0, y_top)
+            # E(0) = 0 and E(y_top) is one number: only the (at most r) atoms whose t falls
+            # inside this piece need the integral at another point
+            inner = np.nonzero((y_lo > 0.0) & (y_lo < y_top))[0]
+            top = y_lo >= y_top
+            p_hi, pe_hi = _integral_y_pow_exp(r - 1, 0.5, y_top)
+            q_hi, qe_hi = _integral_y_pow_exp(r - 1, -0.5, y_top)
+            p_lo = np.where(top, p_hi, 0.0)
+            pe_lo = np.where(top, pe_hi, 0.0)
+            q_lo = np.where(top, q_hi, 0.0)
+            qe_lo = np.where(top, qe_hi, 0.0)
+            for idx in inner:
+                y = float(y_lo[idx])
+                p_lo[idx], pe_lo[idx] = _integral_y_pow_exp(r - 1, 0.5, y)
+                q_lo[idx], qe_lo[idx] = _integral_y_pow_exp(r - 1, -0.5, y)
+            with np.errstate(over="ignore"):
+                e_plus = math.exp(0.5 * c_i)
+                e_minus = np.exp(np.minimum(t - 0.5 * c_i, 700.0))
+            piece = e_plus * (p_hi - p_lo) - e_minus * (q_hi - q_lo)
+            integral += (-1) ** i * coef * piece
+            mag += coef * (
+                e_plus * (np.abs(p_hi) + np.abs(p_lo) + pe_hi + pe_lo)
+                + e_minus * (np.abs(q_hi) + np.abs(q_lo) + qe_hi + qe_lo)
+            )
+        integral = np.where(live, integral, 0.0)
+        mag = np.where(live, mag, 0.0)
+        value += float(np.sum(weight * integral))
+        err += float(
+            np.sum(w_err * np.abs(integral) + weight * mag * 64.0 * U * (8.0 + np.abs(t)))
+        )
+    return value, err * (1.0 + 1e-6)
