@@ -366,7 +366,7 @@ class Inversion:
             return 0.0
         target = math.log(delta - self.inf_mass_hi)
         # Newton steps on the upper bound, kept inside a bracket [lo, hi] (δ_hi(lo) > δ ≥ δ_hi(hi))
-        lo, hi = 0.0, min(self.max_loss, math.inf)
+        lo, hi = 0.0, self.max_loss
         eps = min(self._guess(delta), hi)
         prev: tuple[float, float] | None = None
         planned: tuple[int, _Plan] | None = None
