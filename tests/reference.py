@@ -25,7 +25,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import mpmath as mp
 
@@ -484,43 +484,54 @@ def _gaussian_delta_any(mu: mp.mpf, t: mp.mpf) -> mp.mpf:
     return mp.ncdf(mu / 2 - t / mu) - mp.exp(t) * mp.ncdf(-mu / 2 - t / mu)
 
 
-def laplace_gaussian_delta(eps0: float, k: int, mu: float, epsilon: float) -> mp.mpf:
-    """δ(ε) of k-fold Laplace (ε0 = Δ/b, k ≤ 3) composed with μ-GDP, by quadrature.
+Piece = tuple[int, mp.mpf, mp.mpf, list[mp.mpf], Callable[[mp.mpf], mp.mpf]]
 
-    The Laplace loss law under P: atoms ε0 (mass 1/2) and −ε0 (mass e^{−ε0}/2) plus the density
-    (1/4)e^{−ε0/2}e^{l/2} on (−ε0, ε0). Its k-fold law is Σ_r C(k, r) (atoms)^{*(k−r)} * γ^{*r},
-    with γ^{*r}(s) = ((1/4)e^{−ε0/2})^r e^{s/2} IH_r(s), IH_r the r-fold convolution of the
-    indicator of (−ε0, ε0) (a B-spline: Σ_i (−1)^i C(r, i)(s − c_i)_+^{r−1}/(r − 1)!,
-    c_i = (2i − r)ε0). Composing with the Gaussian: δ(ε) = E[δ_G(ε − L_lap)].
+
+def _laplace_k_fold_pieces(e0: mp.mpf, k: int) -> Iterator[Piece]:
+    """The pieces (r, weight, x, knots, spline) of the k-fold Laplace loss law under P.
+
+    One Laplace loss law: atoms ε0 (mass 1/2) and −ε0 (mass e^{−ε0}/2) plus the density
+    (1/4)e^{−ε0/2}e^{l/2} on (−ε0, ε0). Its k-fold law is Σ_r C(k, r) (atoms)^{*(k−r)} * γ^{*r}:
+    an atom at x = (k − r − 2j)ε0 of weight C(k, r)C(k−r, j)(1/2)^{k−r−j}(e^{−ε0}/2)^j, shifted by
+    γ^{*r}(s) = ((1/4)e^{−ε0/2})^r e^{s/2} IH_r(s), IH_r the r-fold convolution of the indicator
+    of (−ε0, ε0) (a B-spline: Σ_i (−1)^i C(r, i)(s − c_i)_+^{r−1}/(r − 1)!, c_i = (2i − r)ε0, on
+    the knots c_0..c_r). For r = 0 the weight is that of the atom alone; for r ≥ 1 it includes
+    ((1/4)e^{−ε0/2})^r.
     """
+    for r in range(k + 1):
+        knots = [(2 * i - r) * e0 for i in range(r + 1)]
+
+        def spline(s: mp.mpf, r: int = r, knots: list[mp.mpf] = knots) -> mp.mpf:
+            acc = mp.mpf(0)
+            for i, c in enumerate(knots):
+                if s > c:
+                    acc += (-1) ** i * mp.binomial(r, i) * (s - c) ** (r - 1)
+            return acc / mp.factorial(r - 1)
+
+        dens = (mp.exp(-e0 / 2) / 4) ** r
+        for j in range(k - r + 1):
+            w = mp.binomial(k, r) * mp.binomial(k - r, j) * mp.mpf(0.5) ** (k - r - j)
+            w *= (mp.exp(-e0) / 2) ** j
+            yield r, w * dens, (k - r - 2 * j) * e0, knots, spline
+
+
+def laplace_gaussian_delta(eps0: float, k: int, mu: float, epsilon: float) -> mp.mpf:
+    """δ(ε) of k-fold Laplace (ε0 = Δ/b, k ≤ 3) composed with μ-GDP, by quadrature over the
+    pieces of :func:`_laplace_k_fold_pieces`: δ(ε) = E[δ_G(ε − L_lap)]."""
     if not 0 <= k <= 3:
         raise ValueError("k ≤ 3 (quadrature over the B-spline pieces)")
     with mp.workdps(DPS):
         e0, m, e = _mpf(eps0), _mpf(mu), _mpf(epsilon)
         total = mp.mpf(0)
-        for r in range(k + 1):
-            knots = [(2 * i - r) * e0 for i in range(r + 1)]
+        for r, w, x, knots, spline in _laplace_k_fold_pieces(e0, k):
+            if r == 0:
+                total += w * _gaussian_delta_any(m, e - x)
+                continue
 
-            def spline(s: mp.mpf, r: int = r, knots: list[mp.mpf] = knots) -> mp.mpf:
-                acc = mp.mpf(0)
-                for i, c in enumerate(knots):
-                    if s > c:
-                        acc += (-1) ** i * mp.binomial(r, i) * (s - c) ** (r - 1)
-                return acc / mp.factorial(r - 1)
+            def f(s: mp.mpf, x: mp.mpf = x, spline: Callable[[mp.mpf], mp.mpf] = spline) -> mp.mpf:
+                return mp.exp(s / 2) * spline(s) * _gaussian_delta_any(m, e - x - s)
 
-            for j in range(k - r + 1):
-                w = mp.binomial(k, r) * mp.binomial(k - r, j) * mp.mpf(0.5) ** (k - r - j)
-                w *= (mp.exp(-e0) / 2) ** j
-                x = (k - r - 2 * j) * e0
-                if r == 0:
-                    total += w * _gaussian_delta_any(m, e - x)
-                    continue
-                dens = (mp.exp(-e0 / 2) / 4) ** r
-
-                def f(s: mp.mpf, x: mp.mpf = x, spline: Callable[[mp.mpf], mp.mpf] = spline) -> mp.mpf:
-                    return mp.exp(s / 2) * spline(s) * _gaussian_delta_any(m, e - x - s)
-
-                total += w * dens * mp.quad(f, knots)
+            total += w * mp.quad(f, knots)
         return total
 
 
@@ -555,40 +566,24 @@ def approx_laplace_gaussian_delta(
 
 
 def laplace_k_fold_delta(eps0: float, k: int, epsilon: float) -> mp.mpf:
-    """δ(ε) of the k-fold Laplace mechanism (ε0 = Δ/b) by quadrature over its loss law's pieces.
-
-    The same decomposition as :func:`laplace_gaussian_delta` (atoms on the lattice (k − r − 2j)ε0,
-    times r density factors whose convolution is e^{s/2} times a B-spline), integrated against
-    (1 − e^{ε − l})_+ with ``mpmath.quad`` on each B-spline piece. Cost ~k³ quadratures.
+    """δ(ε) of the k-fold Laplace mechanism (ε0 = Δ/b) by quadrature over the pieces of
+    :func:`_laplace_k_fold_pieces`, integrated against (1 − e^{ε − l})_+ with ``mpmath.quad`` on
+    each B-spline piece. Cost ~k³ quadratures.
     """
     with mp.workdps(DPS):
         e0, e = _mpf(eps0), _mpf(epsilon)
         total = mp.mpf(0)
-        for r in range(k + 1):
-            knots = [(2 * i - r) * e0 for i in range(r + 1)]
+        for r, w, x, knots, spline in _laplace_k_fold_pieces(e0, k):
+            t = e - x
+            if r == 0:
+                total += w * max(mp.mpf(0), 1 - mp.exp(t))
+                continue
+            if t >= r * e0:
+                continue
+            pts = [max(t, knots[0])] + [c for c in knots if c > t]
 
-            def spline(s: mp.mpf, r: int = r, knots: list[mp.mpf] = knots) -> mp.mpf:
-                acc = mp.mpf(0)
-                for i, c in enumerate(knots):
-                    if s > c:
-                        acc += (-1) ** i * mp.binomial(r, i) * (s - c) ** (r - 1)
-                return acc / mp.factorial(r - 1)
+            def f(s: mp.mpf, t: mp.mpf = t, spline: Callable[[mp.mpf], mp.mpf] = spline) -> mp.mpf:
+                return (mp.exp(s / 2) - mp.exp(t - s / 2)) * spline(s)
 
-            for j in range(k - r + 1):
-                w = mp.binomial(k, r) * mp.binomial(k - r, j) * mp.mpf(0.5) ** (k - r - j)
-                w *= (mp.exp(-e0) / 2) ** j
-                x = (k - r - 2 * j) * e0
-                t = e - x
-                if r == 0:
-                    total += w * max(mp.mpf(0), 1 - mp.exp(t))
-                    continue
-                if t >= r * e0:
-                    continue
-                dens = (mp.exp(-e0 / 2) / 4) ** r
-                pts = [max(t, knots[0])] + [c for c in knots if c > t]
-
-                def f(s: mp.mpf, t: mp.mpf = t, spline: Callable[[mp.mpf], mp.mpf] = spline) -> mp.mpf:
-                    return (mp.exp(s / 2) - mp.exp(t - s / 2)) * spline(s)
-
-                total += w * dens * mp.quad(f, pts)
+            total += w * mp.quad(f, pts)
         return total

@@ -202,3 +202,14 @@ def test_reference_decomposition_matches_density_quadrature(epsilon: float) -> N
     assert float(laplace_gaussian_delta(0.5, 2, 1e-4, epsilon)) == pytest.approx(
         float(laplace_k_fold_delta(0.5, 2, epsilon)), rel=1e-3
     )
+
+
+def test_far_tail_reports_the_chernoff_bound_not_less() -> None:
+    # at ε = 38 with 1-GDP, e^{K(a) − aε} ≈ e^{−703}: the finite part is reported by its Chernoff
+    # bound, which must stay above the exact δ (~1e-308, not the least float 5e-324)
+    exact = laplace_gaussian_delta(0.1, 1, 1.0, 38.0)
+    inv = _inversion([(sdp.Laplace(scale=10.0), 1), (sdp.GDP(1.0), 1)])
+    lo, hi = inv.delta_bracket(38.0)
+    assert 1e-320 < exact < 1e-300
+    assert hi >= exact
+    assert lo <= exact

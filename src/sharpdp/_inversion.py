@@ -35,12 +35,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
-from sharpdp._pld_pairs import DominatingPair, GaussianPair, LaplacePair
+from sharpdp._pld_pairs import DominatingPair, LaplacePair
 from sharpdp.errors import NotImplied, NumericalError
 
 FloatArray = npt.NDArray[np.float64]
@@ -56,7 +55,7 @@ _MAX_LOSS = 1e6
 #: Most leading terms (in the number of density factors) summed in closed form for one Laplace
 #: group whose law is too atomic to invert whole.
 _MAX_SPLIT = 4
-#: log of a Chernoff bound e^{K(a) − aε} below which δ's finite part is not computed (< 1e-304).
+#: log of a Chernoff bound e^{K(a) − aε} below which δ's finite part is that bound (< 1e-304).
 _NEGLIGIBLE = -700.0
 #: Relative precision of ε(δ) (far below the inversion's own accuracy in δ).
 _EPS_RTOL = 1e-12
@@ -64,20 +63,6 @@ _EPS_RTOL = 1e-12
 _REPLAN = 5e-2
 #: A plan with at most this many nodes is taken without trying further splits.
 _SMALL_PLAN = 2048
-
-
-def _merged(items: tuple[tuple[DominatingPair, int], ...]) -> tuple[tuple[DominatingPair, int], ...]:
-    """Gaussian pairs merged into one, μ² = Σ c μ_i² rounded up (μ-GDP compose exactly,
-    Dong–Roth–Su 2019 Cor 3.3; a larger μ dominates)."""
-    gauss = [(p.gdp_mu(), c) for p, c in items if p.gdp_mu() is not None]
-    others = tuple((p, c) for p, c in items if p.gdp_mu() is None)
-    if not gauss:
-        return others
-    total = sum((Fraction(mu) ** 2 * c for mu, c in gauss if mu is not None), Fraction(0))
-    mu = math.sqrt(float(total))
-    while Fraction(mu) ** 2 < total:
-        mu = math.nextafter(mu, math.inf)
-    return ((GaussianPair(mu), 1), *others)
 
 
 def invertible(items: tuple[tuple[DominatingPair, int], ...]) -> bool:
@@ -98,13 +83,12 @@ def invertible(items: tuple[tuple[DominatingPair, int], ...]) -> bool:
 
 @dataclass(frozen=True)
 class _Plan:
-    """One δ(ε) evaluation: tilt, period, nodes, and the first-order size of the answer."""
+    """One δ(ε) evaluation: the tilt a, K(a), the period T and the number of nodes N."""
 
     a: float
     k_a: float  # K(a), as computed
     period: float
     nodes: int
-    scale_estimate: float  # saddle-point estimate of ∫ G dν_a (for choosing T and N)
 
 
 class Inversion:
@@ -121,7 +105,10 @@ class Inversion:
     ) -> None:
         if not invertible(items):
             raise NotImplied("the inversion needs closed-form characteristic functions and a density part")
-        self.items = _merged(items)
+        from sharpdp.loss import _merge_gaussians
+
+        # μ-GDP pairs compose exactly (Dong–Roth–Su 2019 Cor 3.3): one group, μ rounded up
+        self.items = _merge_gaussians(items, up=True)
         self.tolerance = tolerance
         p_fin = sum(c * math.log1p(-p.inf_mass) for p, c in self.items if p.inf_mass > 0.0)
         # P[L = ∞] = 1 − Π(1 − p_i)^{c_i}, rounded up (and down for the lower bracket end)
@@ -174,11 +161,13 @@ class Inversion:
         """The plan for the whole law, or (one Laplace group only) the cheapest plan for its part
         with at least r0 density factors, the rest being summed in closed form (r0 = 1..4)."""
         saddle = self._saddle(epsilon)
-        split = len(self.items) == 1 and isinstance(self.items[0][0], LaplacePair)
+        first = self.items[0][0]
+        # the closed form's e^{±s/2} over s ∈ (−rε0, rε0) must stay in the float range
+        split = len(self.items) == 1 and isinstance(first, LaplacePair) and first.epsilon0 < 100.0
         best: tuple[int, _Plan] | None = None
         for r0 in range(_MAX_SPLIT + 1 if split else 1):
             if r0 > self.items[0][1]:
-                return r0, _Plan(saddle[0], saddle[1], 1.0, 1, 1.0)  # all in closed form
+                return r0, _Plan(saddle[0], saddle[1], 1.0, 1)  # all in closed form
             try:
                 plan = self._plan(epsilon, saddle, r0)
             except NotImplied:
@@ -197,7 +186,7 @@ class Inversion:
     def _plan(self, epsilon: float, saddle: tuple[float, float, float], r0: int) -> _Plan:
         a, k_a, k2 = saddle
         if k_a - a * epsilon < _NEGLIGIBLE:
-            return _Plan(a, k_a, 1.0, 1, 1.0)  # answered by Chernoff in _evaluate
+            return _Plan(a, k_a, 1.0, 1)  # answered by Chernoff in _evaluate
         scale = 1.0 / (a * (a + 1.0) * math.sqrt(2.0 * math.pi * k2))
         log_target = k_a - a * epsilon + math.log(scale) + math.log(1e-3 * self.tolerance)
         # aliasing from below: Σ_j e^{−ajT} ≤ 2e^{−aT}; from above: Σ_j e^{ajT} δ(ε + jT) ≤
@@ -238,7 +227,7 @@ class Inversion:
                 n = mid
             else:
                 lo = mid
-        return _Plan(a, k_a, period, n, scale)
+        return _Plan(a, k_a, period, n)
 
     def _envelope(self, a: float, omega: float, r0: int = 0) -> float:
         """A bound on |φ(ω′)| for all ω′ ≥ ω (of the r ≥ r0 part when r0 > 0)."""
@@ -253,7 +242,7 @@ class Inversion:
             if e <= 0.0:
                 return 0.0
             log_env += c * math.log(e)
-        return math.exp(min(log_env, 700.0))
+        return math.exp(log_env) if log_env < 700.0 else math.inf
 
     def delta_bracket(self, epsilon: float) -> tuple[float, float]:
         """(lower, upper) bounds on the exact δ(ε) of the composition (ε ≥ 0)."""
@@ -283,11 +272,11 @@ class Inversion:
                 abs_log += c * np.abs(lp)
                 log_hi += c * np.log(mag + 2.0 * err)
                 log_lo += c * np.log(np.maximum(mag - err, 0.0))
-        with np.errstate(under="ignore", invalid="ignore"):
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             phi = np.where(np.isfinite(log_phi.real), np.exp(log_phi), 0.0)
             # Π(|φ̃_i| + 2e_i)^{c_i} − Π(|φ̃_i| − e_i)_+^{c_i} bounds the propagated input error;
             # the sum of c_i log φ̃_i and its exp add ~u per unit of |exponent| per group
-            spread = np.exp(np.minimum(log_hi, 700.0)) - np.exp(log_lo)
+            spread = np.exp(log_hi) - np.exp(log_lo)
         rel = 8.0 * U * (len(self.items) + 4.0) * (1.0 + abs_log)
         return phi, spread + np.abs(phi) * rel
 
@@ -307,8 +296,9 @@ class Inversion:
         log_pre = plan.k_a - a * epsilon
         if log_pre < _NEGLIGIBLE:
             # far in the tail: Chernoff, (1 − e^{ε−l})_+ ≤ e^{a(l−ε)}, so the finite part is at
-            # most e^{K(a) − aε} — below the float range (kept as the least positive float)
-            return self.inf_mass_lo, self.inf_mass_hi + 5e-324, a
+            # most e^{K(a) − aε} (< 1e-304; never reported as 0: at least the least float)
+            chernoff = max(math.exp(log_pre + k_err), 5e-324)
+            return self.inf_mass_lo, min(1.0, self.inf_mass_hi + chernoff), a
         closed, closed_err = 0.0, 0.0
         if r0 > 0:
             pair, count = self.items[0]
@@ -406,7 +396,7 @@ class Inversion:
         raise NumericalError(f"the inversion did not certify an ε at δ = {delta!r}")
 
     def _guess(self, delta: float) -> float:
-        """ε where the saddle-point estimate of δ equals ``delta`` (bisection on a)."""
+        """ε where the saddle-point estimate of δ first reaches ``delta`` (scan over a grid of a)."""
         la = np.linspace(-8.0, 6.0, 141)
         a = np.exp(la)
         eta = 1e-4
@@ -436,17 +426,19 @@ class Inversion:
 # function Σ_{r≥r0} C(c, r) α̂^{c−r} γ̂^r decays like ω^{−r0}, is inverted.
 
 
-def _binomial_tail(count: int, r0: int, x: FloatArray, y: FloatArray) -> FloatArray:
+def _binomial_tail(count: int, r0: int, x: FloatArray, y: FloatArray, up: bool = True) -> FloatArray:
     """Σ_{r≥r0} C(c, r) x^{c−r} y^r = (x + y)^c · P[Bin(c, y/(x + y)) ≥ r0] for x, y ≥ 0
-    (increasing in x and y), with a 1e-9 relative margin for the incomplete beta function."""
+    (increasing in x and y), moved up (or down) by a 1e-9 relative margin for the incomplete beta
+    function."""
     from scipy.special import bdtrc
 
     tot = x + y
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = np.where(tot > 0.0, y / tot, 0.0)
         tail = bdtrc(r0 - 1, count, q)
-        out = np.exp(np.minimum(count * np.log(tot), 700.0)) * tail
-    return np.asarray(np.where(tot > 0.0, out, 0.0) * (1.0 + 1e-9), dtype=np.float64)
+        out = np.exp(count * np.log(tot)) * tail
+    margin = 1.0 + 1e-9 if up else 1.0 - 1e-9
+    return np.asarray(np.where(tot > 0.0, out, 0.0) * margin, dtype=np.float64)
 
 
 def _split_terms(
@@ -465,9 +457,9 @@ def _split_terms(
             value = value - comb(count, r, exact=False) * np.exp((count - r) * la + r * lg)
         ma, mg = np.abs(atoms), np.abs(dens)
         spread = _binomial_tail(count, r0, ma + 2 * e_atoms, mg + 2 * e_dens) - _binomial_tail(
-            count, r0, np.maximum(ma - e_atoms, 0.0), np.maximum(mg - e_dens, 0.0)
+            count, r0, np.maximum(ma - e_atoms, 0.0), np.maximum(mg - e_dens, 0.0), up=False
         )
-        scale = np.exp(np.minimum(count * np.log(ma + mg), 700.0))
+        scale = np.exp(count * np.log(ma + mg))
     ok = np.isfinite(value)
     value = np.where(ok, value, 0.0)
     rel = 16.0 * U * (r0 + 8.0) * (1.0 + count * (2.0 + np.abs(np.log(ma + mg)) + math.pi))
@@ -519,7 +511,8 @@ def _lattice_spline_delta(eps0: float, count: int, r0: int, epsilon: float) -> t
             + r * (math.log(0.25) - 0.5 * eps0)
         )  # fmt: skip
         weight = np.exp(log_w)
-        w_err = weight * 64.0 * U * (4.0 + np.abs(log_w) + count)
+        # each lgamma errs by a few ulps of its value (up to lgamma(c + 1)), the rest by ~u·c·ε0
+        w_err = weight * 64.0 * U * (4.0 + np.abs(log_w) + 6.0 * gammaln(count + 1.0) + count * (1.0 + eps0))
         t = epsilon - (m - 2.0 * j) * eps0
         if r == 0:
             live = t < 0.0
