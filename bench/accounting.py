@@ -85,7 +85,7 @@ excluded; an excess under 1e-9 relative is reported as "(c, float-level)"); (d) 
 (minimum of the repeats) for a homogeneous k-fold case; (e) the mix not ≥ 10× faster than
 dp_accounting's PLD at equal or better ε. When sharpdp takes over 10 ms, a
 ``profile`` line times every analysis of ``compose`` separately (prepare + ε), reading
-``sharpdp.composition``'s analysis registry.
+``sharpdp.accounting.composition``'s analysis registry.
 """
 
 from __future__ import annotations
@@ -106,9 +106,9 @@ import mpmath as mp
 import numpy as np
 from scipy.special import gammaln
 
-from sharpdp.composition import compose
+from sharpdp.accounting.composition import compose
+from sharpdp.accounting.pld.loss import clear_cache
 from sharpdp.guarantees import Guarantee
-from sharpdp.loss import clear_cache
 from sharpdp.mechanisms.additive import Gaussian, Laplace
 from sharpdp.mechanisms.randomized_response import RandomizedResponse
 from sharpdp.mechanisms.selection import Exponential
@@ -924,7 +924,7 @@ def opendp_best(kind: str, param: float, k: int, zcdp_fed: str, pure_fed: str) -
 
 
 def laplace_cases(ks: Sequence[int], cells: int) -> None:
-    from sharpdp.loss import compose_pld
+    from sharpdp.accounting.pld.loss import compose_pld
 
     b = 10.0
     for k in ks:

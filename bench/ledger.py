@@ -32,11 +32,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import sharpdp as sdp
-from sharpdp._serialize import dumps
-from sharpdp.accountant import Accountant
-from sharpdp.composition import compose
+from sharpdp.accounting._serialize import dumps
+from sharpdp.accounting.accountant import Accountant
+from sharpdp.accounting.composition import compose
+from sharpdp.accounting.ledger import Ledger
 from sharpdp.guarantees import Guarantee
-from sharpdp.ledger import Ledger
 
 
 def prefill(path: Path, items: list[Guarantee], budget: Guarantee) -> None:

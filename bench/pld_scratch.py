@@ -1,4 +1,4 @@
-"""Scratch measurements of the PLD accountant (sharpdp.loss) against Google's dp_accounting.
+"""Scratch measurements of the PLD accountant (sharpdp.accounting.pld.loss) against Google's dp_accounting.
 
 Run: /tmp/venv/bin/python bench/pld_scratch.py [--quick]
 
@@ -20,7 +20,7 @@ import numpy as np
 
 import sharpdp as sdp
 from sharpdp import _divergences
-from sharpdp.loss import compose_pld
+from sharpdp.accounting.pld.loss import compose_pld
 
 DELTA = 1e-6
 

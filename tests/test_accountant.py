@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 import sharpdp as sdp
 from reference import bs16_lemma35_epsilon, gaussian_epsilon, laplace_k_fold_epsilon_lower
-from sharpdp.accountant import Accountant
-from sharpdp.composition import compose
-from sharpdp.ledger import Ledger
+from sharpdp.accounting.accountant import Accountant
+from sharpdp.accounting.composition import compose
+from sharpdp.accounting.ledger import Ledger
 
 INF = math.inf
 
@@ -176,7 +176,7 @@ def test_threads_share_one_accountant_and_one_file(tmp_path: Path) -> None:
 # Run by ``exec`` in each child (any start method can pickle ``exec`` by reference).
 _RACER = """
 import sharpdp as sdp
-from sharpdp.accountant import Accountant
+from sharpdp.accounting.accountant import Accountant
 
 barrier.wait()  # all children open the (not yet existing) ledger and spend at the same moment
 acc = Accountant(budget=sdp.PureDP(1.0), ledger=PATH, analyst="shared")
@@ -194,7 +194,7 @@ conn.send(accepted)
 def test_eight_processes_racing_never_overspend(tmp_path: Path) -> None:
     path = tmp_path / "shared.sqlite"
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["sharpdp.accountant"])
+    ctx.set_forkserver_preload(["sharpdp.accounting.accountant"])
     barrier = ctx.Barrier(8)
     pipes, procs = [], []
     for _ in range(8):

@@ -10,7 +10,7 @@ import pytest
 
 import sharpdp as sdp
 from reference import laplace_k_fold_epsilon_lower
-from sharpdp.composition import compose, max_compositions
+from sharpdp.accounting.composition import compose, max_compositions
 
 
 def rr_k_fold_delta(eps0: float, k: int, eps: float) -> float:
@@ -182,8 +182,9 @@ def test_the_short_cuts_never_change_the_answer(items: list, adaptive: bool) -> 
 
 
 def test_the_pld_stops_refining_only_when_it_cannot_win() -> None:
-    from sharpdp.composition import _normalise, _PLDGuarantee
-    from sharpdp.loss import compose_pld
+    from sharpdp.accounting._items import normalise as _normalise
+    from sharpdp.accounting.analyses.pld import _PLDGuarantee
+    from sharpdp.accounting.pld.loss import compose_pld
 
     items = _normalise([(sdp.Laplace(20.0), 40), (sdp.RandomizedResponse(0.05), 30)])
     g = _PLDGuarantee(items)
@@ -224,7 +225,7 @@ def ddr20_delta_reference(eta: float, k: int, eps: float) -> mpmath.mpf:
 def test_ddr20_binomial_cdf_evaluation_against_term_by_term_sums(
     k: int, eta: float, eps: float
 ) -> None:
-    from sharpdp.composition import _DDR
+    from sharpdp.accounting.analyses.ddr20 import _DDR
 
     want = ddr20_delta_reference(eta, k, eps)
     got = _DDR(eta, k).delta(eps)
@@ -261,7 +262,7 @@ def test_binomial_cdf_accuracy_assumed_by_ddr20_holds_with_margin() -> None:
     import numpy as np
     from scipy.special import bdtr
 
-    from sharpdp.composition import _DDR
+    from sharpdp.accounting.analyses.ddr20 import _DDR
 
     rng = np.random.default_rng(20261122)
     worst = 0.0
@@ -282,7 +283,7 @@ def test_accuracy_sharpens_the_pld_and_stays_valid() -> None:
     """k-fold Laplace: the PLD's default (1e-4) and a sharper accuracy are both above an independent
     lower bound on the exact ε (the binned-output pair composed by a plain FFT power,
     tests/reference.py), and the sharper one is within its accuracy of it."""
-    from sharpdp.loss import compose_pld
+    from sharpdp.accounting.pld.loss import compose_pld
 
     items = [(sdp.Laplace(scale=10.0), 100)]
     lower = laplace_k_fold_epsilon_lower(sdp.Laplace(scale=10.0).epsilon0, 100, 1e-6, 2000)
@@ -302,7 +303,7 @@ def test_accuracy_sharpens_the_pld_and_stays_valid() -> None:
 def test_ddr20_far_tail_never_reports_zero_while_positive() -> None:
     """Beyond the O(k²) reference's range (k > 2000) a δ below the binomial CDFs' float range is
     reported as a tiny positive bound, never 0; at ε ≥ kη (pure kη-DP) δ is exactly 0."""
-    from sharpdp.composition import _DDR
+    from sharpdp.accounting.analyses.ddr20 import _DDR
 
     g = _DDR(0.5, 3000)
     assert 0.0 < g.delta(1000.0) <= 1e-260

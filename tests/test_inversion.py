@@ -1,4 +1,4 @@
-"""The certified MGF inversion (``sharpdp._inversion``) and its use by ``compose``.
+"""The certified MGF inversion (``sharpdp.accounting.analyses.mgf``) and its use by ``compose``.
 
 Expected values never come from sharpdp: they are computed in ``reference.py`` by quadrature over
 the explicit loss laws (Laplace atoms plus B-spline densities, composed with a Gaussian), by
@@ -22,8 +22,8 @@ from reference import (
     laplace_k_fold_epsilon_lower,
     rr_gaussian_delta,
 )
-from sharpdp import loss
-from sharpdp._inversion import Inversion, invertible
+from sharpdp.accounting.analyses.mgf import Inversion, invertible
+from sharpdp.accounting.pld import loss
 from sharpdp.errors import NotImplied
 
 

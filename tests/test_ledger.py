@@ -28,12 +28,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sharpdp as sdp
-from sharpdp import _serialize
 from sharpdp import mechanisms as mech
-from sharpdp.accountant import Accountant
-from sharpdp.composition import compose
+from sharpdp.accounting import _serialize
+from sharpdp.accounting.accountant import Accountant
+from sharpdp.accounting.composition import compose
+from sharpdp.accounting.ledger import FORMAT_NAME, SCHEMA_VERSION, History, Ledger
 from sharpdp.guarantees import Guarantee
-from sharpdp.ledger import FORMAT_NAME, SCHEMA_VERSION, History, Ledger
 
 INF = math.inf
 
@@ -75,7 +75,7 @@ for _name, _args in (("DiscreteLaplace", (2.0,)), ("DiscreteGaussian", (1.5,))):
         EXAMPLES.append(getattr(mech, _name)(*_args))
 
 
-GUARANTEE_MODULES = ("sharpdp.guarantees", "sharpdp.mechanisms", "sharpdp.composition")
+GUARANTEE_MODULES = ("sharpdp.guarantees", "sharpdp.mechanisms", "sharpdp.accounting.composition")
 
 
 def library_types() -> dict[str, type[Guarantee]]:
@@ -578,7 +578,7 @@ def test_refused_append_writes_nothing(tmp_path: Path) -> None:
 # unlike a function defined in a test module imported by pytest).
 _SPENDER = """
 import sharpdp as sdp
-from sharpdp.accountant import Accountant
+from sharpdp.accounting.accountant import Accountant
 
 acc = Accountant(budget=sdp.PureDP(1e9), ledger=PATH, analyst="child")
 acc.would_fit(sdp.Laplace(SCALE))  # first evaluations warm up lazily loaded numerics
@@ -591,7 +591,7 @@ while True:
 
 def _context() -> Any:
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["sharpdp.accountant"])  # fast children (ignored once started)
+    ctx.set_forkserver_preload(["sharpdp.accounting.accountant"])  # fast children (ignored once started)
     return ctx
 
 

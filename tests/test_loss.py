@@ -1,4 +1,4 @@
-"""Privacy loss distributions (sharpdp.loss), tested from first principles.
+"""Privacy loss distributions (sharpdp.accounting.pld.loss), tested from first principles.
 
 Expected values never come from sharpdp. They are computed in this file or in ``reference.py``:
 
@@ -36,7 +36,7 @@ from reference import (
     rr_delta,
     rr_pair,
 )
-from sharpdp import loss
+from sharpdp.accounting.pld import loss
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sharpdp.accountant import Accountant
-from sharpdp.clt import CLTEstimate, clt_estimate
-from sharpdp.composition import Composition, compose, max_compositions
+from sharpdp.accounting.accountant import Accountant
+from sharpdp.accounting.clt import CLTEstimate, clt_estimate
+from sharpdp.accounting.composition import Composition, compose, max_compositions
+from sharpdp.accounting.ledger import Ledger
 from sharpdp.conversions import convert
 from sharpdp.errors import (
     BudgetExceeded,
@@ -39,7 +40,6 @@ from sharpdp.guarantees import (
     Guarantee,
     PureDP,
 )
-from sharpdp.ledger import Ledger
 from sharpdp.mechanisms import (
     DiscreteGaussian,
     DiscreteLaplace,

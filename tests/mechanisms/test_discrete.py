@@ -399,7 +399,7 @@ def test_conversions_through_the_registry() -> None:
 
 
 def test_compositions_use_the_exact_curves() -> None:
-    from sharpdp.composition import compose
+    from sharpdp.accounting.composition import compose
 
     g, lap = DiscreteGaussian(2, 1), DiscreteLaplace(3, 2)
     both = compose([(g, 4), lap])

@@ -16,7 +16,7 @@ reflection z ↦ Δ − z maps (P_0, P_Δ) onto (P_Δ, P_0), so both orders of t
 
 Array releases. ``release`` adds independent noise to every entry. The characterisation is that
 of *one* scalar release. If an input change can move several entries, the release is a
-composition: compose k copies (``sharpdp.composition.compose``), or, for the discrete Gaussian
+composition: compose k copies (``sharpdp.accounting.composition.compose``), or, for the discrete Gaussian
 and an L2 sensitivity Δ₂, use the zCDP bound Δ₂²/(2σ²), which is additive over coordinates
 (CKS20).
 

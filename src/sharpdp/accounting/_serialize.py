@@ -16,7 +16,7 @@ equality (caches are skipped), under the name of the constructor keyword: a fiel
 * a nested guarantee (e.g. the items of a composition) → its own description.
 
 Types are looked up in a registry by name: every public concrete guarantee or mechanism class
-defined in ``sharpdp.guarantees``, ``sharpdp.mechanisms`` and ``sharpdp.composition`` is registered
+defined in ``sharpdp.guarantees``, ``sharpdp.mechanisms`` and ``sharpdp.accounting.composition`` is registered
 under its class name (the names never change meaning: a new
 analysis gets a new name), and :func:`register_type` adds user-defined classes under an explicit
 name.
@@ -49,7 +49,7 @@ _BY_NAME: dict[str, type[Guarantee]] = {}
 _BY_TYPE: dict[type[Guarantee], str] = {}
 
 #: Modules whose import defines the library's own guarantee and mechanism classes.
-_LIBRARY_MODULES = ("sharpdp.guarantees", "sharpdp.mechanisms", "sharpdp.composition")
+_LIBRARY_MODULES = ("sharpdp.guarantees", "sharpdp.mechanisms", "sharpdp.accounting.composition")
 
 
 def register_type(cls: G, name: str | None = None) -> G:
@@ -303,7 +303,7 @@ def _name_of(cls: type[Guarantee]) -> str:
     if name is None:
         raise InvalidParameter(
             f"item type {cls.__qualname__} is not registered for ledger descriptions; "
-            "register it with sharpdp.ledger.register_type(cls, name=...)"
+            "register it with sharpdp.accounting.ledger.register_type(cls, name=...)"
         )
     return name
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from sharpdp import _divergences, _validate
+from sharpdp.accounting._items import bounded_range, normalise
 from sharpdp.errors import NotImplied
 from sharpdp.guarantees import GDP, ApproxDP, BoundedRange, Guarantee, PureDP
 
@@ -95,11 +96,9 @@ def clt_estimate(items: Iterable[Guarantee | tuple[Guarantee, int]]) -> CLTEstim
         >>> round(sdp.clt_estimate([(sdp.Gaussian(2.0), 4)]).mu, 6)  # exact for Gaussians
         1.0
     """
-    from sharpdp.composition import _normalise
-
     kl, var = 0.0, 0.0
     br: dict[float, int] = {}
-    for g, count in _normalise(items):
+    for g, count in normalise(items):
         eta = _bounded_range_eta(g)
         if eta is not None:
             br[eta] = br.get(eta, 0) + count
@@ -130,13 +129,12 @@ def _moments(g: Guarantee) -> Moments:
 
 
 def _bounded_range_eta(g: Guarantee) -> float | None:
-    from sharpdp.composition import _bounded_range
     from sharpdp.mechanisms.base import Mechanism
 
     if not isinstance(g, BoundedRange | Mechanism) or type(g) in _MOMENTS:
         return None
     try:
-        return _bounded_range(g).eta
+        return bounded_range(g).eta
     except NotImplied:
         return None
 

@@ -1,4 +1,6 @@
-"""Certified numerical inversion of a composed privacy loss's moment generating function.
+"""The ``mgf`` analysis: certified numerical inversion of a composed privacy loss's moment
+generating function (exact composition of Laplace, Gaussian, randomized response and (ε0, δ0)-DP
+items).
 
 For a composition with loss L = Σ L_i (independent, each L_i from a dominating pair; laws under P),
 the privacy profile is δ(ε) = P[L = ∞] + E[(1 − e^{ε − L})_+; L < ∞]. For any tilt a > 0 write
@@ -24,7 +26,7 @@ Gaussian makes them vanish): Σ_{n>N} ≤ Φ((N + 1)Δω)/(Δω² N). Laws that 
 do not decay; N is then too large and the inversion declines (:class:`NotImplied`).
 
 **Rounding.** Each factor φ_i comes with an absolute error bound e_i (see
-:meth:`~sharpdp._pld_pairs.DominatingPair.tilted_cf`); a product of powers then errs by at most
+:meth:`~sharpdp.accounting.pld.pairs.DominatingPair.tilted_cf`); a product of powers then errs by at most
 Π(|φ̃_i| + 2e_i)^{c_i} − Π(|φ̃_i| − e_i)_+^{c_i}, and exp/sum roundings are bounded by standard
 error analysis (a few ulps per operation, with generous factors). All bounds are added to the
 upper value and subtracted from the lower one, so :meth:`Inversion.delta_bracket` brackets the
@@ -33,14 +35,19 @@ exact δ(ε) of the composition, and the upper end is reported.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from sharpdp._pld_pairs import DominatingPair, LaplacePair
+from sharpdp.accounting._items import Items, all_gaussian, is_gaussian
+from sharpdp.accounting.pld.pairs import DominatingPair, LaplacePair
+from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied, NumericalError
+from sharpdp.guarantees import ApproxDP, Guarantee
 
 FloatArray = npt.NDArray[np.float64]
 ComplexArray = npt.NDArray[np.complex128]
@@ -96,7 +103,7 @@ class Inversion:
 
     Args:
         items: ``((pair, count), ...)``; every pair must have a closed-form
-            :meth:`~sharpdp._pld_pairs.DominatingPair.tilted_cf`.
+            :meth:`~sharpdp.accounting.pld.pairs.DominatingPair.tilted_cf`.
         tolerance: relative accuracy aimed at for δ (the bracket's width is certified anyway).
     """
 
@@ -105,7 +112,7 @@ class Inversion:
     ) -> None:
         if not invertible(items):
             raise NotImplied("the inversion needs closed-form characteristic functions and a density part")
-        from sharpdp.loss import _merge_gaussians
+        from sharpdp.accounting.pld.loss import _merge_gaussians
 
         # μ-GDP pairs compose exactly (Dong–Roth–Su 2019 Cor 3.3): one group, μ rounded up
         self.items = _merge_gaussians(items, up=True)
@@ -558,3 +565,61 @@ def _lattice_spline_delta(eps0: float, count: int, r0: int, epsilon: float) -> t
             np.sum(w_err * np.abs(integral) + weight * mag * 64.0 * U * (8.0 + np.abs(t)))
         )
     return value, err * (1.0 + 1e-6)
+
+
+# -- the analysis ---------------------------------------------------------------------------------
+
+
+def _tight_with_density(items: Items) -> bool:
+    # The inversion is exact for the items' dominating pairs; these pairs are attained by the
+    # items themselves (Laplace, Gaussian, randomized response) or by the worst (ε0, δ0)-DP
+    # mechanism (KOV), so no valid analysis can certify less. A Laplace or Gaussian item gives
+    # the loss law the density the inversion needs. Randomized response: the pair of two
+    # different true values is the mechanism's own worst case.
+    from sharpdp.guarantees import PureDP
+    from sharpdp.mechanisms.additive import Laplace
+    from sharpdp.mechanisms.randomized_response import RandomizedResponse
+
+    tight = (Laplace, RandomizedResponse, PureDP, ApproxDP)
+    if not items or all_gaussian(items):
+        return False  # the closed form (gdp) is exact and cheaper
+    if not all(type(g) in tight or is_gaussian(g) for g, _ in items):
+        return False
+    return any(type(g) is Laplace or is_gaussian(g) for g, _ in items)
+
+
+@analysis(
+    "mgf",
+    "Zhu–Dong–Wang 2022 (δ from the characteristic function) + Abate–Whitt 1992 (Fourier-series "
+    "inversion; aliasing errs upward): certified MGF inversion, exact to ~1e-11",
+    exact_for=_tight_with_density,
+)
+def _mgf(items: Items, adaptive: bool) -> Guarantee:
+    from sharpdp.accounting.pld import loss
+
+    if all_gaussian(items):
+        raise NotImplied("all items are Gaussian: their closed form (gdp) is exact")
+    if not _tight_with_density(items):
+        # valid for any pairs with closed-form characteristic functions, but only exact (and
+        # worth its cost) when the pairs are attained; elsewhere the PLD covers the same ground
+        raise NotImplied(
+            "run for Laplace, Gaussian, randomized response and (ε0, δ0)-DP items with a "
+            "Laplace or Gaussian among them"
+        )
+    return _InversionGuarantee(loss._normalise_items(items))
+
+
+@dataclass(frozen=True)
+class _InversionGuarantee(Guarantee):
+    pairs: tuple[tuple[DominatingPair, int], ...]
+    notion: ClassVar[str] = "composition by MGF inversion"
+
+    @functools.cached_property
+    def _inversion(self) -> Inversion:
+        return Inversion(self.pairs)
+
+    def _epsilon(self, delta: float) -> float:
+        return float(self._inversion.epsilon(delta))
+
+    def _delta(self, epsilon: float) -> float:
+        return float(self._inversion.delta(epsilon))

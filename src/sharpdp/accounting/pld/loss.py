@@ -13,8 +13,8 @@ Pipeline and why each step errs against the user:
 2. :func:`discretise` puts a pair on the grid i·h: pessimistically by *connect the dots*
    [Doroshenko–Ghazi–Kamath–Kumar–Manurangsi 2022, arXiv 2207.04380] (the profile is the chord
    interpolation in e^ε of the exact one, hence above it), or optimistically (a profile below the
-   exact one at every ε; see :mod:`sharpdp._pld_grid`). Per-component order is preserved by
-   composition (order lemma in :mod:`sharpdp._pld_grid`), so the two composed results bracket the
+   exact one at every ε; see :mod:`sharpdp.accounting.pld.grid`). Per-component order is preserved by
+   composition (order lemma in :mod:`sharpdp.accounting.pld.grid`), so the two composed results bracket the
    exact value: δ_opt(ε) ≤ δ(ε) ≤ δ_pess(ε).
 3. Composition (:meth:`DiscretePLD.compose`, :meth:`DiscretePLD.self_compose`) uses numpy's FFT on
    *exponentially tilted* masses m_j e^{λ l_j}, so that the float error, which is absolute and
@@ -58,8 +58,8 @@ import numpy as np
 import numpy.typing as npt
 
 from sharpdp import _math, _validate
-from sharpdp._pld_grid import optimistic_masses, pessimistic_masses
-from sharpdp._pld_pairs import (
+from sharpdp.accounting.pld.grid import optimistic_masses, pessimistic_masses
+from sharpdp.accounting.pld.pairs import (
     DominatingPair,
     FinitePair,
     GaussianPair,
@@ -977,7 +977,7 @@ def _regrid(p: DiscretePLD, h: float) -> DiscretePLD:
     Pessimistic: connect the dots applied to every bin (each bin is an atom; its P- and Q-mass are
     split between the two enclosing nodes), done on the tilted masses (re-tilted by e^{λ(t − l)})
     so that the float error stays a uniform tilted bound; the MGF grows by at most e^{|β|h}.
-    Optimistic: the optimistic construction of :mod:`sharpdp._pld_grid` applied to lower bounds of
+    Optimistic: the optimistic construction of :mod:`sharpdp.accounting.pld.grid` applied to lower bounds of
     the ideal masses. Both preserve the order of profiles, so brackets stay valid.
     """
     lam = p.tilt
@@ -1020,7 +1020,7 @@ def _regrid(p: DiscretePLD, h: float) -> DiscretePLD:
             mgf,
             finite_low=p.finite_low,
         )
-    from sharpdp._pld_pairs import GridContents, _add_atoms
+    from sharpdp.accounting.pld.pairs import GridContents, _add_atoms
 
     with np.errstate(divide="ignore", under="ignore"):
         low = np.exp(np.log(np.maximum(p.data - p.error, 0.0)) + p.log_scale - lam * ls)
@@ -1569,7 +1569,7 @@ def compose_pld(
 
     Examples:
         >>> import sharpdp as sdp
-        >>> from sharpdp.loss import compose_pld
+        >>> from sharpdp.accounting.pld.loss import compose_pld
         >>> r = compose_pld([(sdp.Laplace(scale=10.0), 100)])
         >>> lo, hi = r.epsilon_bracket(1e-6)
         >>> hi - lo <= 1e-4 * hi

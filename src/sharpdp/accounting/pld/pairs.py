@@ -6,7 +6,7 @@ finite part (atoms and/or a density) and a mass ``inf_mass`` at L = +∞. Every 
 the outcomes swaps P and Q), so the pair dominates a mechanism in both orders of a neighbouring pair
 at once, and its profile obeys δ(−ε) = 1 − e^{−ε} + e^{−ε} δ(ε).
 
-The discretisations (:mod:`sharpdp._pld_grid`) need, for a grid of nodes t_i = i·h + φ,
+The discretisations (:mod:`sharpdp.accounting.pld.grid`) need, for a grid of nodes t_i = i·h + φ,
 i = lo..hi (the phase φ puts a pair's heaviest atom on a node), the following exact functionals of
 the law of L under P ("grid contents"):
 
@@ -133,7 +133,7 @@ class DominatingPair:
 
         φ(ω) = E_P[e^{(a+iω)L}; L < ∞] / e^{m}, where m is :meth:`log_mgf` at a *as computed in
         floating point* (so φ(0) ≈ 1 and the normalisation cancels exactly in
-        :mod:`sharpdp._inversion`). Returns (φ(ω), e(ω)) with |φ̃ − φ| ≤ e for the computed φ̃,
+        :mod:`sharpdp.accounting.analyses.mgf`). Returns (φ(ω), e(ω)) with |φ̃ − φ| ≤ e for the computed φ̃,
         or None when this pair has no closed form (the inversion analysis then does not apply).
         """
         return None

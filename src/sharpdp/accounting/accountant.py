@@ -2,11 +2,11 @@
 
 * **Odometer** — what one analyst has spent in one period: :meth:`Accountant.epsilon` and
   :meth:`Accountant.delta` answer for the adaptive composition of every recorded spend
-  (``sharpdp.composition.compose(history, adaptive=True)``), so they are valid upper bounds and
+  (``sharpdp.accounting.composition.compose(history, adaptive=True)``), so they are valid upper bounds and
   sharpen automatically as the composition layer learns better analyses.
 * **Filter** — :meth:`Accountant.spend` records a spend only if the composition *including it*
   still fits the budget; otherwise it raises :class:`~sharpdp.BudgetExceeded` and records nothing.
-  The check and the record happen in one ledger transaction (see :mod:`sharpdp.ledger`), so
+  The check and the record happen in one ledger transaction (see :mod:`sharpdp.accounting.ledger`), so
   processes sharing a ledger never overspend together, and a spend is on disk before ``spend``
   returns (record first, then release the result).
 
@@ -49,12 +49,12 @@ from types import TracebackType
 from typing import ClassVar, Self
 
 from sharpdp import _validate
-from sharpdp._serialize import dumps
-from sharpdp.composition import compose
+from sharpdp.accounting._serialize import dumps
+from sharpdp.accounting.composition import compose
+from sharpdp.accounting.ledger import Entry, History, Ledger, Measure, account_name
 from sharpdp.conversions import convert
 from sharpdp.errors import BudgetExceeded, InvalidParameter, NotImplied
 from sharpdp.guarantees import RDP, ZCDP, ApproxDP, Guarantee, PureDP
-from sharpdp.ledger import Entry, History, Ledger, Measure, account_name
 
 __all__ = ["Accountant"]
 
@@ -333,7 +333,7 @@ class Accountant:
 
     Example:
         >>> import sharpdp as sdp
-        >>> from sharpdp.accountant import Accountant
+        >>> from sharpdp.accounting.accountant import Accountant
         >>> acc = Accountant(budget=sdp.PureDP(1.0), analyst="ana")
         >>> entry = acc.spend(sdp.PureDP(0.25), count=2)
         >>> acc.epsilon(0.0), acc.remaining()
@@ -345,7 +345,7 @@ class Accountant:
         budget: ``sdp.PureDP(ε)``, ``sdp.ApproxDP(ε, δ)`` or ``sdp.ZCDP(ρ)`` (see the module
             docstring for when a spend fits each).
         ledger: ``None`` for an in-memory ledger, a file path (created if missing) or a
-            :class:`~sharpdp.ledger.Ledger` (shared; not closed by the accountant).
+            :class:`~sharpdp.accounting.ledger.Ledger` (shared; not closed by the accountant).
         analyst: the analyst whose spending this is (a non-empty string).
         period: the budget period label (default ``"all"``: a single all-time period). Use e.g.
             ``f"{date:%Y-%m}"`` for monthly budgets: each (analyst, period) is a separate account.
@@ -384,7 +384,7 @@ class Accountant:
             self._ledger, self._owns_ledger = Ledger(ledger, timeout=timeout), True
         else:
             raise InvalidParameter(
-                f"ledger must be None, a file path or a sharpdp.ledger.Ledger, got {ledger!r}"
+                f"ledger must be None, a file path or a sharpdp.accounting.ledger.Ledger, got {ledger!r}"
             )
 
     # -- properties -------------------------------------------------------------------------------
@@ -426,7 +426,7 @@ class Accountant:
             count: how many runs (an integer ≥ 1).
 
         Returns:
-            The recorded :class:`~sharpdp.ledger.Entry` (with the post-spend odometer reading).
+            The recorded :class:`~sharpdp.accounting.ledger.Entry` (with the post-spend odometer reading).
 
         Raises:
             BudgetExceeded: the spend would not fit; nothing was recorded.

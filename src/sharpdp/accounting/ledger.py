@@ -1,7 +1,7 @@
 """The durable privacy ledger: an append-only SQLite table of spends, per analyst and period.
 
 Each row records *what was run* (the JSON description of the guarantee or mechanism, see
-:mod:`sharpdp._serialize`), how many times, when, by which library version, and the odometer's
+:mod:`sharpdp.accounting._serialize`), how many times, when, by which library version, and the odometer's
 reading right after the spend. Descriptions rather than bare ε values let a later, sharper analysis
 re-account the whole history. The file format (schema version 1) is documented in
 ``docs/ledger.md``.
@@ -40,7 +40,7 @@ from types import MappingProxyType, TracebackType
 from typing import Literal, Self
 
 from sharpdp import _validate
-from sharpdp._serialize import (
+from sharpdp.accounting._serialize import (
     dumps,
     from_description,
     known_types,

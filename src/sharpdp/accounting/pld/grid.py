@@ -53,7 +53,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from sharpdp._pld_pairs import GridContents
+from sharpdp.accounting.pld.pairs import GridContents
 from sharpdp.errors import NumericalError
 
 __all__ = ["optimistic_masses", "pessimistic_masses", "rounded_down_masses"]

@@ -1,0 +1,126 @@
+"""Items of a composition and the classifications analyses share (one place, no isinstance ladders
+spread over the analyses): normalisation of ``(item, count)`` sequences, and which items are
+Gaussian, (ε0, δ0)-DP or bounded range."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypeGuard
+
+from sharpdp import _validate
+from sharpdp.errors import InvalidParameter, NotImplied
+from sharpdp.guarantees import GDP, ApproxDP, BoundedRange, Guarantee
+
+if TYPE_CHECKING:
+    from sharpdp.mechanisms.additive import Gaussian
+
+__all__ = [
+    "Composed",
+    "Item",
+    "Items",
+    "all_gaussian",
+    "approx_pair",
+    "bounded_range",
+    "is_gaussian",
+    "log_ratio",
+    "normalise",
+]
+
+Item = Guarantee | tuple[Guarantee, int]
+Items = tuple[tuple[Guarantee, int], ...]
+
+
+class Composed(Guarantee):
+    """A guarantee made of items (a composition): :func:`normalise` expands it into its items."""
+
+    items: Items
+
+
+def normalise(items: Iterable[Item]) -> Items:
+    if isinstance(items, Guarantee):
+        raise InvalidParameter(
+            "items must be a sequence of guarantees; wrap a single one in a list"
+        )
+    out: list[tuple[Guarantee, int]] = []
+    try:
+        entries = list(items)
+    except TypeError:
+        raise InvalidParameter(
+            f"items must be a sequence of guarantees or (guarantee, count) pairs, got {items!r}"
+        ) from None
+    for entry in entries:
+        if isinstance(entry, Composed):
+            out.extend(entry.items)
+            continue
+        if isinstance(entry, Guarantee):
+            out.append((entry, 1))
+            continue
+        if not (isinstance(entry, tuple) and len(entry) == 2):
+            raise InvalidParameter(
+                f"items must be guarantees or (guarantee, count) pairs, got {entry!r}"
+            )
+        item, count = entry
+        if not isinstance(item, Guarantee):
+            raise InvalidParameter(f"item must be a sharpdp guarantee or mechanism, got {item!r}")
+        n = _validate.integer("count", count, minimum=0)
+        if isinstance(item, Composed):
+            out.extend((g, c * n) for g, c in item.items)
+        else:
+            out.append((item, n))
+    merged: dict[Guarantee, int] = {}
+    for g, c in out:
+        if c > 0:
+            merged[g] = merged.get(g, 0) + c
+    return tuple(merged.items())
+
+
+
+
+def is_gaussian(g: Guarantee) -> TypeGuard[GDP | Gaussian]:
+    """Whether ``g`` is a μ-GDP item (a GDP guarantee or a Gaussian mechanism)."""
+    from sharpdp.mechanisms.additive import Gaussian
+
+    return isinstance(g, GDP | Gaussian)
+
+
+
+def all_gaussian(items: Items) -> bool:
+    # Gaussians compose to exactly a Gaussian; for μ-GDP guarantees, the Gaussian pair attains
+    # the composed bound, so no analysis of the same items can certify less.
+    return bool(items) and all(is_gaussian(g) for g, _ in items)
+
+
+def approx_pair(g: Guarantee) -> tuple[float, float]:
+    """(ε0, δ0) with g (ε0, δ0)-DP, from its exact characterisation (ε0 = D_∞ or ApproxDP)."""
+    if isinstance(g, ApproxDP):
+        return g.epsilon_, g.delta_
+    eps = g.renyi(math.inf)
+    if math.isinf(eps):
+        raise NotImplied(f"{g!r} is not (ε, δ0)-DP with a known δ0")
+    return eps, 0.0
+
+
+def log_ratio(value: float, target: float) -> float:
+    """log(value/target), decreasing with value; −∞ at value 0 (valid for a positive target)."""
+    if value <= 0.0:
+        return -math.inf if target > 0.0 else 0.0
+    if target <= 0.0:
+        return math.inf
+    return math.log(value) - math.log(target)
+
+
+
+def bounded_range(g: Guarantee) -> BoundedRange:
+    from sharpdp.mechanisms.base import Mechanism
+
+    if isinstance(g, BoundedRange):
+        return g
+    if isinstance(g, Mechanism):
+        try:
+            char = g.characterisation()
+        except NotImplementedError:
+            char = None
+        if isinstance(char, BoundedRange):
+            return char
+    raise NotImplied(f"{g!r} is not characterised as bounded range")

@@ -1,0 +1,62 @@
+"""The ``basic`` and ``advanced`` analyses: (Σε_i, Σδ_i) [Dwork–Roth 2014, Thm 3.16] and advanced
+composition [Dwork–Rothblum–Vadhan 2010; Dwork–Roth 2014, Thm 3.20]."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from sharpdp import _math
+from sharpdp.accounting._items import (
+    Items,
+    approx_pair,
+)
+from sharpdp.accounting.registry import analysis
+from sharpdp.errors import NotImplied
+from sharpdp.guarantees import ApproxDP, Guarantee
+
+
+@analysis("basic", "Dwork–Roth 2014 Thm 3.16: (Σε_i, Σδ_i)")
+def _basic(items: Items, adaptive: bool) -> Guarantee:
+    pairs = [(approx_pair(g), c) for g, c in items]
+    eps = _math.up(math.fsum(c * e for (e, _), c in pairs))
+    delta = _math.up(math.fsum(c * d for (_, d), c in pairs))
+    if delta >= 1.0:
+        raise NotImplied("Σδ_i ≥ 1")
+    return ApproxDP(eps, delta)
+
+
+@dataclass(frozen=True)
+class _Advanced(Guarantee):
+    epsilon0: float
+    delta0: float
+    k: int
+    notion: ClassVar[str] = "advanced composition"
+
+    def _epsilon(self, delta: float) -> float:
+        slack = delta - self.k * self.delta0
+        if slack <= 0.0:
+            return math.inf
+        k, e0 = self.k, self.epsilon0
+        return _math.up(math.sqrt(2.0 * k * math.log(1.0 / slack)) * e0 + k * e0 * math.expm1(e0))
+
+    def _delta(self, epsilon: float) -> float:
+        # invert: smallest δ with ε(δ) ≤ ε (ε(δ) decreasing in δ)
+        k, e0 = self.k, self.epsilon0
+        rest = epsilon - k * e0 * math.expm1(e0)
+        if rest <= 0.0 or e0 == 0.0:
+            return 1.0 if e0 > 0.0 else min(1.0, k * self.delta0)
+        slack = _math.exp_up(-((rest / e0) ** 2) / (2.0 * k))
+        return min(1.0, _math.up(k * self.delta0 + slack))
+
+
+@analysis("advanced", "Dwork–Rothblum–Vadhan 2010 (Dwork–Roth Thm 3.20): advanced composition")
+def _advanced(items: Items, adaptive: bool) -> Guarantee:
+    pairs = {approx_pair(g) for g, _ in items}
+    if len(pairs) != 1:
+        raise NotImplied("advanced composition needs identical (ε0, δ0) items")
+    ((e0, d0),) = pairs
+    return _Advanced(e0, d0, sum(c for _, c in items))
+
+
