@@ -107,7 +107,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from sharpdp.accounting.composition import compose
-from sharpdp.accounting.pld.loss import clear_cache
+from sharpdp.accounting.pld import clear_cache
 from sharpdp.guarantees import Guarantee
 from sharpdp.mechanisms.additive import Gaussian, Laplace
 from sharpdp.mechanisms.randomized_response import RandomizedResponse
@@ -924,7 +924,7 @@ def opendp_best(kind: str, param: float, k: int, zcdp_fed: str, pure_fed: str) -
 
 
 def laplace_cases(ks: Sequence[int], cells: int) -> None:
-    from sharpdp.accounting.pld.loss import compose_pld
+    from sharpdp.accounting.pld import compose_pld
 
     b = 10.0
     for k in ks:

@@ -184,7 +184,7 @@ def test_the_short_cuts_never_change_the_answer(items: list, adaptive: bool) -> 
 def test_the_pld_stops_refining_only_when_it_cannot_win() -> None:
     from sharpdp.accounting._items import normalise as _normalise
     from sharpdp.accounting.analyses.pld import _PLDGuarantee
-    from sharpdp.accounting.pld.loss import compose_pld
+    from sharpdp.accounting.pld import compose_pld
 
     items = _normalise([(sdp.Laplace(20.0), 40), (sdp.RandomizedResponse(0.05), 30)])
     g = _PLDGuarantee(items)
@@ -283,7 +283,7 @@ def test_accuracy_sharpens_the_pld_and_stays_valid() -> None:
     """k-fold Laplace: the PLD's default (1e-4) and a sharper accuracy are both above an independent
     lower bound on the exact ε (the binned-output pair composed by a plain FFT power,
     tests/reference.py), and the sharper one is within its accuracy of it."""
-    from sharpdp.accounting.pld.loss import compose_pld
+    from sharpdp.accounting.pld import compose_pld
 
     items = [(sdp.Laplace(scale=10.0), 100)]
     lower = laplace_k_fold_epsilon_lower(sdp.Laplace(scale=10.0).epsilon0, 100, 1e-6, 2000)

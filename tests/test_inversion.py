@@ -22,13 +22,13 @@ from reference import (
     laplace_k_fold_epsilon_lower,
     rr_gaussian_delta,
 )
+from sharpdp.accounting import pld
 from sharpdp.accounting.analyses.mgf import Inversion, invertible
-from sharpdp.accounting.pld import loss
 from sharpdp.errors import NotImplied
 
 
 def _inversion(items: list[tuple[object, int]]) -> Inversion:
-    return Inversion(loss._normalise_items(items))
+    return Inversion(pld.composition._normalise_items(items))
 
 
 # (ε0 of the Laplace, its count, μ of the Gaussian)
@@ -88,7 +88,7 @@ def test_k_fold_laplace_inside_fine_pld_bracket() -> None:
     items = [(sdp.Laplace(scale=10.0), 10_000)]
     inv = _inversion(items)
     eps = inv.epsilon(1e-6)
-    lo, hi = loss.compose_pld(items, target_relative_error=1e-7).epsilon_bracket(1e-6)
+    lo, hi = pld.compose_pld(items, target_relative_error=1e-7).epsilon_bracket(1e-6)
     assert lo <= eps <= hi
 
 
@@ -105,7 +105,7 @@ def test_beyond_the_largest_loss_delta_is_zero() -> None:
 
 
 def test_atomic_laws_are_declined() -> None:
-    items = loss._normalise_items([(sdp.RandomizedResponse(0.5), 100)])
+    items = pld.composition._normalise_items([(sdp.RandomizedResponse(0.5), 100)])
     assert not invertible(items)
     with pytest.raises(NotImplied):
         Inversion(items)

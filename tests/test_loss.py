@@ -1,4 +1,4 @@
-"""Privacy loss distributions (sharpdp.accounting.pld.loss), tested from first principles.
+"""Privacy loss distributions (sharpdp.accounting.pld), tested from first principles.
 
 Expected values never come from sharpdp. They are computed in this file or in ``reference.py``:
 
@@ -36,7 +36,7 @@ from reference import (
     rr_delta,
     rr_pair,
 )
-from sharpdp.accounting.pld import loss
+from sharpdp.accounting import pld
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 
@@ -115,7 +115,7 @@ def discrete_gaussian_delta(sigma: float, sens: int, eps: Any) -> Any:
     )
 
 
-def profile_of(pld: loss.DiscretePLD, t: float) -> float:
+def profile_of(pld: pld.DiscretePLD, t: float) -> float:
     """δ(t) = Σ_j m_j (1 − e^{t − l_j})_+ + m_∞ of a discretised PLD, any real t (numpy)."""
     ls, ms = pld.losses, pld.masses
     return float((ms * np.maximum(0.0, -np.expm1(t - ls))).sum()) + pld.inf_mass
@@ -147,10 +147,10 @@ PAIR_CASES: list[tuple[str, Any, Any]] = [
 def test_discretisations_bracket_the_exact_profile_everywhere(
     label: str, item: object, exact: Any, h: float
 ) -> None:
-    ((pair, count),) = loss.dominating_pairs(item)
+    ((pair, count),) = pld.dominating_pairs(item)
     assert count == 1
-    pess = loss.discretise(pair, h, pessimistic=True)
-    opt = loss.discretise(pair, h, pessimistic=False)
+    pess = pld.discretise(pair, h, pessimistic=True)
+    opt = pld.discretise(pair, h, pessimistic=False)
     for t in np.linspace(-3.0, 3.0, 25 if label.startswith("d") else 61):
         ex = float(exact(float(t)))
         dp, do = profile_of(pess, float(t)), profile_of(opt, float(t))
@@ -170,14 +170,14 @@ def test_discretisations_bracket_the_exact_profile_everywhere(
 def test_atoms_on_the_grid_are_exact_on_both_sides(eps0: float, n: int) -> None:
     """With h = ε0/n every atom of k-RR lies on a node (up to float rounding of the nodes): both
     discretisations keep all the mass and reproduce the exact profile."""
-    ((pair, _),) = loss.dominating_pairs(sdp.RandomizedResponse(eps0, 4))
+    ((pair, _),) = pld.dominating_pairs(sdp.RandomizedResponse(eps0, 4))
     ref = rr_pair(eps0, 4)
     h = eps0 / n
     for pess in (True, False):
-        pld = loss.discretise(pair, h, pessimistic=pess)
-        assert float(pld.masses.sum()) == pytest.approx(1.0, abs=1e-9)
+        grid_pld = pld.discretise(pair, h, pessimistic=pess)
+        assert float(grid_pld.masses.sum()) == pytest.approx(1.0, abs=1e-9)
         for t in (-eps0, -0.5 * eps0, 0.0, 0.3 * eps0, 0.99 * eps0):
-            assert profile_of(pld, t) == pytest.approx(float(hockey_stick(*ref, t)), abs=1e-9)
+            assert profile_of(grid_pld, t) == pytest.approx(float(hockey_stick(*ref, t)), abs=1e-9)
 
 
 def test_each_pair_is_symmetric() -> None:
@@ -189,8 +189,8 @@ def test_each_pair_is_symmetric() -> None:
         DiscreteLaplace(3, 4),
         DiscreteGaussian(2, 3),
     ):
-        ((pair, _),) = loss.dominating_pairs(item)
-        assert isinstance(pair, loss.FinitePair)
+        ((pair, _),) = pld.dominating_pairs(item)
+        assert isinstance(pair, pld.pairs.FinitePair)
         ls = np.array(pair.losses)
         ms = np.array(pair.masses)
         q = ms * np.exp(-ls)
@@ -199,7 +199,7 @@ def test_each_pair_is_symmetric() -> None:
         np.testing.assert_allclose(-ls[order_q], ls[order_p], rtol=0, atol=1e-12)
         np.testing.assert_allclose(q[order_q], ms[order_p], rtol=1e-9, atol=1e-300)
     for item, mu_or_e0 in ((sdp.Gaussian(2.0), 0.5), (sdp.Laplace(2.0), 0.5)):
-        ((pair, _),) = loss.dominating_pairs(item)
+        ((pair, _),) = pld.dominating_pairs(item)
         for t in (0.05, 0.3, 1.0):
             lhs = pair.delta(-t)
             rhs = -math.expm1(-t) + math.exp(-t) * pair.delta(t)
@@ -218,7 +218,7 @@ def test_composed_rr_and_pure_dp_match_enumeration() -> None:
     ]
     ref = product_pair([rr_pair(0.7, 3)] * 2 + [rr_pair(0.45)] * 2 + [rr_pair(1.1)])
     for h in (0.0123, None):
-        result = loss.compose_pld(items, value_discretization=h)
+        result = pld.compose_pld(items, value_discretization=h)
         for eps in (0.0, 0.4, 1.0, 1.7, 2.5, 3.5):
             exact = float(hockey_stick(*ref, eps))
             lo, hi = result.delta_bracket(eps)
@@ -235,7 +235,7 @@ def test_composed_rr_and_pure_dp_match_enumeration() -> None:
 
 def test_kov_formula_for_k_fold_pure_dp() -> None:
     for eps0, k in ((0.1, 10), (0.5, 40), (1.0, 100)):
-        result = loss.compose_pld([(sdp.PureDP(eps0), k)])
+        result = pld.compose_pld([(sdp.PureDP(eps0), k)])
         for d in (1e-3, 1e-9):
             exact = float(invert_profile(lambda e, eps0=eps0, k=k: kov_delta(eps0, k, e), d))
             lo, hi = result.epsilon_bracket(d)
@@ -250,7 +250,7 @@ def test_kov_formula_for_k_fold_pure_dp() -> None:
 def test_approx_dp_infinite_mass_composes_exactly() -> None:
     items = [(sdp.ApproxDP(0.5, 1e-3), 3), (sdp.ApproxDP(1.0, 1e-2), 2)]
     ref = product_pair([approx_dp_pair(0.5, 1e-3)] * 3 + [approx_dp_pair(1.0, 1e-2)] * 2)
-    result = loss.compose_pld(items)
+    result = pld.compose_pld(items)
     p_inf = 1 - (1 - mp.mpf("1e-3")) ** 3 * (1 - mp.mpf("1e-2")) ** 2
     assert float(hockey_stick(*ref, math.inf)) == pytest.approx(float(p_inf), rel=1e-12)
     assert result.delta(math.inf) == pytest.approx(float(p_inf), rel=1e-12)
@@ -274,7 +274,7 @@ def test_approx_dp_infinite_mass_composes_exactly() -> None:
 @pytest.mark.parametrize(("sigma", "k"), [(1.0, 1), (5.0, 100), (20.0, 1000)])
 def test_k_fold_gaussian_is_sqrt_k_mu_gdp(sigma: float, k: int) -> None:
     mu = math.sqrt(k) / sigma
-    result = loss.compose_pld([(sdp.Gaussian(sigma), k)])
+    result = pld.compose_pld([(sdp.Gaussian(sigma), k)])
     for d in (1e-5, 1e-9):
         exact = float(invert_profile(lambda e: gaussian_delta(mu, e), d))
         lo, hi = result.epsilon_bracket(d)
@@ -290,7 +290,7 @@ def test_k_fold_gaussian_is_sqrt_k_mu_gdp(sigma: float, k: int) -> None:
 @pytest.mark.parametrize(("scale", "sens"), [(10.0, 1.0), (0.8, 1.0), (3.0, 2.0)])
 def test_single_laplace_matches_formulas_section_6(scale: float, sens: float) -> None:
     eps0 = _eps0(scale, sens)
-    result = loss.compose_pld([sdp.Laplace(scale, sens)])
+    result = pld.compose_pld([sdp.Laplace(scale, sens)])
     for d in (0.3, 1e-2, 1e-4):
         exact = max(0.0, eps0 + 2 * math.log1p(-d))
         lo, hi = result.epsilon_bracket(d)
@@ -308,7 +308,7 @@ def test_discrete_laplace_and_gaussian_match_summation() -> None:
         (DiscreteLaplace(3, 2), lambda e: discrete_laplace_delta(3.0, 2, e)),
         (DiscreteGaussian(2, 1), lambda e: discrete_gaussian_delta(2.0, 1, e)),
     ):
-        result = loss.compose_pld([item])
+        result = pld.compose_pld([item])
         for eps in (0.0, 0.1, 0.3, 0.6):
             ex = float(exact(eps))
             lo, hi = result.delta_bracket(eps)
@@ -319,7 +319,7 @@ def test_discrete_laplace_and_gaussian_match_summation() -> None:
 def test_laplace_k_fold_is_certified_and_below_the_pure_dp_bound() -> None:
     """500 × Laplace(b = 10): the bracket is within 1e-4, and ε0-Laplace being ε0-DP, the value
     is below the (KOV) k-fold 0.1-DP value."""
-    result = loss.compose_pld([(sdp.Laplace(10.0), 500)])
+    result = pld.compose_pld([(sdp.Laplace(10.0), 500)])
     lo, hi = result.epsilon_bracket(1e-6)
     assert hi - lo <= 1e-4 * hi
     # hi is below the KOV ε(1e-6) iff the (decreasing) KOV profile still exceeds 1e-6 at hi
@@ -332,9 +332,9 @@ def test_laplace_k_fold_is_certified_and_below_the_pure_dp_bound() -> None:
 
 
 def test_self_compose_equals_repeated_compose_and_tilts_agree() -> None:
-    pair = loss.LaplacePair(0.4)
+    pair = pld.pairs.LaplacePair(0.4)
     h = 0.01
-    one = loss.discretise(pair, h)
+    one = pld.discretise(pair, h)
     repeated = one
     for _ in range(4):
         repeated = repeated.compose(one)
@@ -344,7 +344,7 @@ def test_self_compose_equals_repeated_compose_and_tilts_agree() -> None:
         a, b = repeated.delta(eps), powered.delta(eps)
         assert a == pytest.approx(b, rel=1e-9, abs=1e-14)
         assert a <= float(hockey_stick(*ref, eps)) + 1e-12  # ε0-Laplace is ε0-DP (KOV bound)
-    tilted = loss.discretise(pair, h, tilt=2.0).self_compose(5)
+    tilted = pld.discretise(pair, h, tilt=2.0).self_compose(5)
     for eps in (0.5, 1.6):
         assert tilted.delta(eps) == pytest.approx(powered.delta(eps), rel=1e-9, abs=1e-14)
 
@@ -357,7 +357,7 @@ def test_delta_tables_match_direct_sums_within_their_stated_margin(h: float) -> 
     n = 400
     lv = np.cumsum(rng.normal(-3.0, 1.0, n)) + rng.normal(0.0, 2.0, n)
     lv[rng.integers(0, n, 20)] = -np.inf  # empty bins
-    log_a, log_d = loss._suffix_log_tables(lv, h)
+    log_a, log_d = pld.discrete._suffix_log_tables(lv, h)
     with mp.workdps(40):
         w = [mp.e ** mp.mpf(v) if v > -math.inf else mp.mpf(0) for v in lv.tolist()]
         for k in range(0, n - 1, 7):
@@ -375,8 +375,8 @@ def test_weaker_pairs_are_dominated_by_the_originals(step: float) -> None:
     """Each family member the lower-bound pass swaps in has a profile ≤ the original's at every
     ε (closed forms in 40 digits), and its parameter lies within the relative step below."""
     cases = [
-        (loss.GaussianPair(0.37), lambda p, e: gaussian_delta(p.mu, e), "mu"),
-        (loss.LaplacePair(0.23), lambda p, e: laplace_delta(p.epsilon0, e), "epsilon0"),
+        (pld.pairs.GaussianPair(0.37), lambda p, e: gaussian_delta(p.mu, e), "mu"),
+        (pld.pairs.LaplacePair(0.23), lambda p, e: laplace_delta(p.epsilon0, e), "epsilon0"),
     ]
     for pair, profile, attr in cases:
         weak = pair.weaker(step)
@@ -384,16 +384,16 @@ def test_weaker_pairs_are_dominated_by_the_originals(step: float) -> None:
         assert x / (1 + step) <= y <= x
         for e in (-1.0, -0.1, 0.0, 0.05, 0.2, 0.5, 1.5):
             assert profile(weak, e) <= profile(pair, e)
-    rr = loss.randomized_response_pair(0.7)
+    rr = pld.pairs.randomized_response_pair(0.7)
     weak = rr.weaker(step)
     e_weak = weak.losses[0]  # type: ignore[attr-defined]
     assert 0.7 / (1 + step) <= e_weak <= 0.7
     for e in (-1.0, 0.0, 0.3, 0.69):
         assert float(rr_delta(e_weak, e)) <= float(rr_delta(0.7, e))
     # pairs outside an ordered family are left alone
-    kov = loss.approx_dp_pair(0.5, 1e-6)
+    kov = pld.pairs.approx_dp_pair(0.5, 1e-6)
     assert kov.weaker(step) is kov
-    assert loss.randomized_response_pair(0.7, 3).weaker(step) == loss.randomized_response_pair(
+    assert pld.pairs.randomized_response_pair(0.7, 3).weaker(step) == pld.pairs.randomized_response_pair(
         0.7, 3
     )
 
@@ -403,15 +403,15 @@ def test_quick_lower_bound_is_below_the_exact_value_and_the_bracket() -> None:
     below the certified upper end for a Gaussian/Laplace/RR mix."""
     items = [(sdp.Gaussian(s), 30) for s in (20.0, 23.0, 31.0, 47.0)]
     mu = math.sqrt(sum(30 / s**2 for s in (20.0, 23.0, 31.0, 47.0)))
-    r = loss.compose_pld(items, target_relative_error=1e-2)
+    r = pld.compose_pld(items, target_relative_error=1e-2)
     exact = float(invert_profile(lambda e: gaussian_delta(mu, e), 1e-6))
     assert r.lower_epsilon(1e-6) <= exact
     assert r.lower_epsilon(1e-6) >= 0.8 * exact  # and not vacuous
     assert r.lower_delta(1.0) <= float(gaussian_delta(mu, 1.0))
     mix = [(sdp.Gaussian(30.0), 40), (sdp.Laplace(60.0), 50), (sdp.RandomizedResponse(0.02), 70)]
-    full = loss.compose_pld(mix)
+    full = pld.compose_pld(mix)
     _, hi = full.epsilon_bracket(1e-6)  # exact ≤ hi, so a lower bound must be too
-    quick = loss.compose_pld(mix, target_relative_error=1e-2).lower_epsilon(1e-6)
+    quick = pld.compose_pld(mix, target_relative_error=1e-2).lower_epsilon(1e-6)
     assert 0.7 * hi <= quick <= hi
 
 
@@ -422,9 +422,9 @@ def test_distinct_gaussians_merge_exactly_into_one_gdp_pair() -> None:
     from fractions import Fraction
 
     sigmas = (3.0, 7.0, 11.0, 13.0)
-    items = loss._normalise_items([(sdp.Gaussian(s), 5) for s in sigmas] + [sdp.Laplace(9.0)])
-    up = loss._merge_gaussians(items, up=True)
-    down = loss._merge_gaussians(items, up=False)
+    items = pld.composition._normalise_items([(sdp.Gaussian(s), 5) for s in sigmas] + [sdp.Laplace(9.0)])
+    up = pld.composition._merge_gaussians(items, up=True)
+    down = pld.composition._merge_gaussians(items, up=False)
     assert len(up) == len(down) == 2
     mu_up, mu_down = up[0][0].gdp_mu(), down[0][0].gdp_mu()
     assert mu_up is not None
@@ -434,7 +434,7 @@ def test_distinct_gaussians_merge_exactly_into_one_gdp_pair() -> None:
     assert mu_up - mu_down <= 2 * math.ulp(mu_up)
     mu = math.sqrt(sum(5 / s**2 for s in sigmas))
     exact = float(invert_profile(lambda e: gaussian_delta(mu, e), 1e-6))
-    lo, hi = loss.compose_pld([(sdp.Gaussian(s), 5) for s in sigmas]).epsilon_bracket(1e-6)
+    lo, hi = pld.compose_pld([(sdp.Gaussian(s), 5) for s in sigmas]).epsilon_bracket(1e-6)
     assert lo <= exact <= hi
     assert hi - lo <= 1e-4 * hi
 
@@ -444,9 +444,9 @@ def test_clt_estimate_for_planning_is_close_for_gaussians() -> None:
     are exactly GDP, and μ²/2 + μΦ⁻¹(1 − δ) drops δ's second term, so it sits above (4% here)."""
     mu = math.sqrt(40 / 9.0)
     exact = float(invert_profile(lambda e: gaussian_delta(mu, e), 1e-6))
-    est = loss.compose_pld([(sdp.Gaussian(3.0), 40)]).clt_epsilon(1e-6)
+    est = pld.compose_pld([(sdp.Gaussian(3.0), 40)]).clt_epsilon(1e-6)
     assert exact <= est <= exact * 1.1
-    assert loss.compose_pld([(sdp.ApproxDP(0.1, 1e-9), 5)]).clt_epsilon(1e-6) == math.inf
+    assert pld.compose_pld([(sdp.ApproxDP(0.1, 1e-9), 5)]).clt_epsilon(1e-6) == math.inf
 
 
 def test_fft_componentwise_error_bound() -> None:
@@ -470,48 +470,48 @@ def test_fft_componentwise_error_bound() -> None:
                 np.sin(ang) @ x.astype(np.longdouble)
             )
             err = np.abs(got.astype(np.clongdouble) - exact).max()
-            assert float(err) <= loss.FFT_ULPS * u * math.log2(n) * float(np.abs(x).sum())
+            assert float(err) <= pld.discrete.FFT_ULPS * u * math.log2(n) * float(np.abs(x).sum())
 
 
 def test_registry_and_decompositions() -> None:
-    assert loss.supports(sdp.Laplace(1.0))
-    assert loss.supports(DiscreteLaplace(2, 1))
-    assert not loss.supports(sdp.ZCDP(0.1))
-    ((pair, count),) = loss.dominating_pairs(sdp.TopK(3, 0.5))
+    assert pld.supports(sdp.Laplace(1.0))
+    assert pld.supports(DiscreteLaplace(2, 1))
+    assert not pld.supports(sdp.ZCDP(0.1))
+    ((pair, count),) = pld.dominating_pairs(sdp.TopK(3, 0.5))
     assert count == 3
-    assert isinstance(pair, loss.FinitePair)
+    assert isinstance(pair, pld.pairs.FinitePair)
     assert sorted(pair.losses) == [-0.5, 0.5]
-    ((pair, _),) = loss.dominating_pairs(sdp.Exponential(0.7))
+    ((pair, _),) = pld.dominating_pairs(sdp.Exponential(0.7))
     assert sorted(pair.losses) == [-0.7, 0.7]
-    ((pair, _),) = loss.dominating_pairs(sdp.GDP(1.5))
-    assert isinstance(pair, loss.GaussianPair)
+    ((pair, _),) = pld.dominating_pairs(sdp.GDP(1.5))
+    assert isinstance(pair, pld.pairs.GaussianPair)
     assert pair.mu == 1.5
     # items compose by groups: TopK(k) is k copies of the ε-RR pair
-    a = loss.compose_pld([sdp.TopK(4, 0.3)]).epsilon(1e-6)
-    b = loss.compose_pld([(sdp.PureDP(0.3), 4)]).epsilon(1e-6)
+    a = pld.compose_pld([sdp.TopK(4, 0.3)]).epsilon(1e-6)
+    b = pld.compose_pld([(sdp.PureDP(0.3), 4)]).epsilon(1e-6)
     assert a == b
 
     class Custom:
         pass
 
-    @loss.register_pair(Custom)
-    def _custom(item: Custom) -> loss.DominatingPair:
-        return loss.GaussianPair(1.0)
+    @pld.register_pair(Custom)
+    def _custom(item: Custom) -> pld.pairs.DominatingPair:
+        return pld.pairs.GaussianPair(1.0)
 
-    assert loss.compose_pld([Custom()]).epsilon(1e-5) == loss.compose_pld([sdp.GDP(1.0)]).epsilon(
+    assert pld.compose_pld([Custom()]).epsilon(1e-5) == pld.compose_pld([sdp.GDP(1.0)]).epsilon(
         1e-5
     )
 
 
 def test_perfect_and_no_privacy_edge_cases() -> None:
-    assert loss.compose_pld([]).epsilon(1e-6) == 0.0
-    assert loss.compose_pld([(sdp.Laplace(1.0), 0)]).delta(0.0) == 0.0
-    assert loss.compose_pld([sdp.Laplace(1.0, 0.0)]).epsilon(1e-9) == 0.0
-    assert loss.compose_pld([sdp.PureDP(math.inf)]).epsilon(0.5) == math.inf
-    assert loss.compose_pld([sdp.PureDP(math.inf)]).delta(3.0) == 1.0
-    assert loss.compose_pld([sdp.GDP(0.0)]).epsilon(0.0) == 0.0
-    assert loss.compose_pld([sdp.GDP(0.0), sdp.PureDP(0.0)]).delta(0.0) == 0.0
-    result = loss.compose_pld([sdp.PureDP(0.5), sdp.Laplace(2.0)])
+    assert pld.compose_pld([]).epsilon(1e-6) == 0.0
+    assert pld.compose_pld([(sdp.Laplace(1.0), 0)]).delta(0.0) == 0.0
+    assert pld.compose_pld([sdp.Laplace(1.0, 0.0)]).epsilon(1e-9) == 0.0
+    assert pld.compose_pld([sdp.PureDP(math.inf)]).epsilon(0.5) == math.inf
+    assert pld.compose_pld([sdp.PureDP(math.inf)]).delta(3.0) == 1.0
+    assert pld.compose_pld([sdp.GDP(0.0)]).epsilon(0.0) == 0.0
+    assert pld.compose_pld([sdp.GDP(0.0), sdp.PureDP(0.0)]).delta(0.0) == 0.0
+    result = pld.compose_pld([sdp.PureDP(0.5), sdp.Laplace(2.0)])
     assert result.epsilon(1.0) == 0.0
     assert result.epsilon(0.0) == pytest.approx(1.0, rel=1e-9)  # pure: ε(0) = Σ ε_i
     assert result.epsilon(0.0) >= 1.0
@@ -523,28 +523,28 @@ def test_perfect_and_no_privacy_edge_cases() -> None:
 
 def test_bad_input_raises_sharpdp_errors() -> None:
     with pytest.raises(InvalidParameter, match="count"):
-        loss.compose_pld([(sdp.Laplace(1.0), -1)])
+        pld.compose_pld([(sdp.Laplace(1.0), -1)])
     with pytest.raises(InvalidParameter, match="count"):
-        loss.compose_pld([(sdp.Laplace(1.0), 2.5)])
+        pld.compose_pld([(sdp.Laplace(1.0), 2.5)])
     with pytest.raises(NotImplied, match=r"ZCDP\(rho=0.1"):
-        loss.compose_pld([sdp.ZCDP(0.1)])
+        pld.compose_pld([sdp.ZCDP(0.1)])
     with pytest.raises(NotImplied, match="'not an item'"):
-        loss.compose_pld(["not an item"])
+        pld.compose_pld(["not an item"])
     with pytest.raises(InvalidParameter, match="value_discretization"):
-        loss.compose_pld([sdp.Laplace(1.0)], value_discretization=-0.1)
+        pld.compose_pld([sdp.Laplace(1.0)], value_discretization=-0.1)
     with pytest.raises(InvalidParameter, match="target_relative_error"):
-        loss.compose_pld([sdp.Laplace(1.0)], target_relative_error=0.0)
+        pld.compose_pld([sdp.Laplace(1.0)], target_relative_error=0.0)
     with pytest.raises(InvalidParameter, match="items must be"):
-        loss.compose_pld([(sdp.Laplace(1.0), 1, 2)])
-    result = loss.compose_pld([sdp.Laplace(1.0)])
+        pld.compose_pld([(sdp.Laplace(1.0), 1, 2)])
+    result = pld.compose_pld([sdp.Laplace(1.0)])
     with pytest.raises(InvalidParameter, match="delta"):
         result.epsilon(1.5)
     with pytest.raises(InvalidParameter, match="delta"):
         result.epsilon(math.nan)
     with pytest.raises(InvalidParameter, match="epsilon"):
         result.delta(-0.1)
-    a = loss.discretise(loss.LaplacePair(1.0), 0.01)
-    b = loss.discretise(loss.LaplacePair(1.0), 0.02)
+    a = pld.discretise(pld.pairs.LaplacePair(1.0), 0.01)
+    b = pld.discretise(pld.pairs.LaplacePair(1.0), 0.02)
     with pytest.raises(InvalidParameter, match="value_discretization"):
         a.compose(b)
     with pytest.raises(InvalidParameter, match="count"):
@@ -567,7 +567,7 @@ ITEMS = st.one_of(
     st.floats(0.0, 20.0),
 )
 def test_no_nan_and_ordered_brackets(items: list[tuple[object, int]], d: float, e: float) -> None:
-    result = loss.compose_pld(items, target_relative_error=1e-2)
+    result = pld.compose_pld(items, target_relative_error=1e-2)
     lo, hi = result.epsilon_bracket(d)
     assert not math.isnan(lo)
     assert not math.isnan(hi)
@@ -589,33 +589,33 @@ def test_group_cache_reuses_groups_and_stays_bounded(monkeypatch: pytest.MonkeyP
     # Self-composed groups are cached across compositions (an accountant recomposes its history
     # at every spend). A cached answer must equal a fresh one, cached masses must be read-only,
     # and the cache must respect its size cap.
-    monkeypatch.setattr(loss, "_group_cache", type(loss._group_cache)())
-    monkeypatch.setattr(loss, "_group_cache_size", [0])
+    monkeypatch.setattr(pld.composition, "_group_cache", type(pld.composition._group_cache)())
+    monkeypatch.setattr(pld.composition, "_group_cache_size", [0])
     items = [(sdp.Laplace(scale=20.0), 300), (sdp.RandomizedResponse(0.3), 50)]
-    first = loss.compose_pld(items).epsilon_bracket(1e-6)
-    assert len(loss._group_cache) >= 2
-    for q in loss._group_cache.values():
+    first = pld.compose_pld(items).epsilon_bracket(1e-6)
+    assert len(pld.composition._group_cache) >= 2
+    for q in pld.composition._group_cache.values():
         assert not q.data.flags.writeable
-    again = loss.compose_pld(items).epsilon_bracket(1e-6)
+    again = pld.compose_pld(items).epsilon_bracket(1e-6)
     assert again == first
-    loss.clear_cache()
-    assert len(loss._group_cache) == 0
-    assert loss._group_cache_size[0] == 0
-    assert loss.compose_pld(items).epsilon_bracket(1e-6) == first
+    pld.clear_cache()
+    assert len(pld.composition._group_cache) == 0
+    assert pld.composition._group_cache_size[0] == 0
+    assert pld.compose_pld(items).epsilon_bracket(1e-6) == first
     # a cap below one group's size keeps nothing, and answers do not change
-    monkeypatch.setattr(loss, "_GROUP_CACHE_BINS", 8)
-    monkeypatch.setattr(loss, "_group_cache", type(loss._group_cache)())
-    monkeypatch.setattr(loss, "_group_cache_size", [0])
-    assert loss.compose_pld(items).epsilon_bracket(1e-6) == first
-    assert loss._group_cache_size[0] <= 8
+    monkeypatch.setattr(pld.composition, "_GROUP_CACHE_BINS", 8)
+    monkeypatch.setattr(pld.composition, "_group_cache", type(pld.composition._group_cache)())
+    monkeypatch.setattr(pld.composition, "_group_cache_size", [0])
+    assert pld.compose_pld(items).epsilon_bracket(1e-6) == first
+    assert pld.composition._group_cache_size[0] <= 8
 
 
 @pytest.mark.parametrize("h", [1e-9, 3.7e-5, 1e-3, 0.0123, 0.5])
 def test_ladder_rounds_grids_down_by_less_than_a_ninth_of_an_octave(h: float) -> None:
-    r = loss._ladder(h)
+    r = pld.composition._ladder(h)
     assert r <= h * (1 + 1e-15)
     assert r > h * 2.0 ** (-1.0 / 8.0) * (1 - 1e-15)
-    assert loss._ladder(r) == r  # ladder values are fixed points: grids repeat
+    assert pld.composition._ladder(r) == r  # ladder values are fixed points: grids repeat
 
 
 def _two_rr_groups_delta(
@@ -648,18 +648,19 @@ def test_the_widest_group_is_cut_below_zero_without_changing_the_answer() -> Non
     # δ(ε ≥ 0): its FFT window is cut there. The bracket must still hold the exact value,
     # including at ε = 0, where the cut is closest to mattering.
     items = [(sdp.RandomizedResponse(0.2), 400), (sdp.RandomizedResponse(1.0), 3)]
-    result = loss.compose_pld(items)
+    result = pld.compose_pld(items)
     for eps in (0.0, 0.3, 2.0, 6.0):
         exact = _two_rr_groups_delta(0.2, 400, 1.0, 3, eps)
         lo, hi = result.delta_bracket(eps)
         assert lo <= exact <= hi, (eps, lo, exact, hi)
     h = 0.01
-    parts = loss._group_plds(loss._normalise_items(items), h, 2.0, True, loss.DEFAULT_TAIL)
+    pairs = pld.composition._normalise_items(items)
+    parts = pld.composition._group_plds(pairs, h, 2.0, True, pld.discrete.DEFAULT_TAIL)
     wide = parts[0][0]
     lowest = wide.offset * h + wide.phase
     # the narrow group reaches at most 3 (+ 2h of slack, rounded up to h·2^j): cut at −6.4
     # (at tilt 2: the FFT window also keeps all but 1e-15 of the *tilted* mass, which at tilt 0
     # would reach as low as the untilted bulk)
     assert -6.4 - h <= lowest < 0.0
-    lo, hi = loss.compose_pld(items, value_discretization=h).delta_bracket(0.3)
+    lo, hi = pld.compose_pld(items, value_discretization=h).delta_bracket(0.3)
     assert lo <= _two_rr_groups_delta(0.2, 400, 1.0, 3, 0.3) <= hi

@@ -7,7 +7,7 @@ theorem. Each analysis is a valid upper bound on its own, so the minimum is one 
 * ``gdp``: Gaussian differential privacy composes exactly, μ = √(Σ μ_i²) [Dong–Roth–Su 2019,
   Cor 3.3] (exact for Gaussians; valid for every item with a GDP conversion, adaptively);
 * ``pld``: privacy-loss-distribution (FFT) composition of dominating pairs, pessimistically
-  discretised (:mod:`sharpdp.accounting.pld.loss`), valid adaptively;
+  discretised (:mod:`sharpdp.accounting.pld`), valid adaptively;
 * ``kov``: the optimal composition of k (ε0, δ0)-DP mechanisms [Kairouz–Oh–Viswanath 2015,
   Thm 3.3; Murtagh–Vadhan 2016], valid adaptively, computed in log space;
 * ``ddr20``: the optimal composition of k η-bounded-range mechanisms [Dong–Durfee–Rogers 2020,

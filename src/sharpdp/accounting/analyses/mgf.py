@@ -112,7 +112,7 @@ class Inversion:
     ) -> None:
         if not invertible(items):
             raise NotImplied("the inversion needs closed-form characteristic functions and a density part")
-        from sharpdp.accounting.pld.loss import _merge_gaussians
+        from sharpdp.accounting.pld.composition import _merge_gaussians
 
         # μ-GDP pairs compose exactly (Dong–Roth–Su 2019 Cor 3.3): one group, μ rounded up
         self.items = _merge_gaussians(items, up=True)
@@ -595,7 +595,7 @@ def _tight_with_density(items: Items) -> bool:
     exact_for=_tight_with_density,
 )
 def _mgf(items: Items, adaptive: bool) -> Guarantee:
-    from sharpdp.accounting.pld import loss
+    from sharpdp.accounting import pld
 
     if all_gaussian(items):
         raise NotImplied("all items are Gaussian: their closed form (gdp) is exact")
@@ -606,7 +606,7 @@ def _mgf(items: Items, adaptive: bool) -> Guarantee:
             "run for Laplace, Gaussian, randomized response and (ε0, δ0)-DP items with a "
             "Laplace or Gaussian among them"
         )
-    return _InversionGuarantee(loss._normalise_items(items))
+    return _InversionGuarantee(pld.composition._normalise_items(items))
 
 
 @dataclass(frozen=True)

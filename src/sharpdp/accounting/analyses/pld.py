@@ -16,7 +16,7 @@ from sharpdp.errors import NotImplied
 from sharpdp.guarantees import Guarantee
 
 if TYPE_CHECKING:
-    from sharpdp.accounting.pld.loss import PLDResult
+    from sharpdp.accounting.pld.composition import PLDResult
 
 
 @analysis(
@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     costly=True,
 )
 def _pld(items: Items, adaptive: bool) -> Guarantee:
-    from sharpdp.accounting.pld import loss
+    from sharpdp.accounting import pld
 
     for g, _ in items:
-        if not loss.supports(g):
+        if not pld.supports(g):
             raise NotImplied(f"no dominating pair is registered for {g!r}")
     k = sum(c for _, c in items)
     if k > _PLD_MAX_K:
@@ -54,15 +54,15 @@ class _PLDGuarantee(Guarantee):
     @functools.cached_property
     def _result(self) -> PLDResult:
         # one FFT composition per Composition, reused by every ε/δ query
-        from sharpdp.accounting.pld import loss
+        from sharpdp.accounting import pld
 
-        return loss.compose_pld(list(self.items), target_relative_error=self.accuracy)
+        return pld.compose_pld(list(self.items), target_relative_error=self.accuracy)
 
     @functools.cached_property
     def _coarse(self) -> PLDResult:
-        from sharpdp.accounting.pld import loss
+        from sharpdp.accounting import pld
 
-        return loss.compose_pld(list(self.items), target_relative_error=_COARSE)
+        return pld.compose_pld(list(self.items), target_relative_error=_COARSE)
 
     def value_unless_beaten(self, quantity: str, at: float, rival: float) -> float:
         """ε(δ) (or δ(ε)) of the PLD composition, or ``inf`` when a coarse optimistic pass — a

@@ -1,0 +1,595 @@
+"""Composition of privacy loss distributions with automatic accuracy: :func:`compose_pld` and its
+certified result :class:`PLDResult`, grouping identical items (cached self-compositions).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from sharpdp import _math, _validate
+from sharpdp.accounting.pld.discrete import (
+    _MAX_NODES,
+    _POS,
+    DEFAULT_TAIL,
+    MAX_LOSS,
+    DiscretePLD,
+    _commensurate,
+    _convolve,
+    _power,
+    _regrid,
+    _truncate,
+    discretise,
+)
+from sharpdp.accounting.pld.pairs import (
+    DominatingPair,
+    FinitePair,
+    GaussianPair,
+)
+from sharpdp.accounting.pld.registry import dominating_pairs
+from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Automatic refinement stops when the next grid would hold more bins than this.
+MAX_BINS = 2**22
+#: Automatic refinement steps after the first evaluation.
+MAX_REFINEMENTS = 6
+
+_GROUP_CACHE_BINS = 2**21
+_group_cache: OrderedDict[tuple[object, ...], DiscretePLD] = OrderedDict()
+_group_cache_lock = threading.Lock()
+_group_cache_size = [0]
+
+
+def clear_cache() -> None:
+    """Forget the self-composed groups kept for reuse (to free their memory, or to time a
+    composition from scratch). Results never depend on the cache."""
+    with _group_cache_lock:
+        _group_cache.clear()
+        _group_cache_size[0] = 0
+
+
+def _group_pld(
+    pair: DominatingPair,
+    count: int,
+    h: float,
+    tilt: float,
+    pessimistic: bool,
+    tail: float,
+    floor: float,
+) -> DiscretePLD:
+    """The PLD of ``count`` copies of ``pair`` on the grid of spacing h, without what lies below
+    loss ``floor`` (moved up or dropped, see :func:`_truncate`). Groups of count ≥ 2 are cached
+    (read-only) in :data:`_group_cache`.
+
+    A pair whose atoms lie on a lattice incommensurate with h is first self-composed on its own
+    aligned grid (spacing a/⌈a/h⌉, where the discretisation of its atoms is exact), then regridded
+    once: one discretisation error for the whole group instead of one per copy.
+    """
+    if count < 2:
+        q = discretise(pair, h, pessimistic=pessimistic, tilt=tilt)
+        return _truncate(q, tail, floor=floor) if floor > -math.inf else q
+    key = (pair, count, h, tilt, pessimistic, tail, floor)
+    with _group_cache_lock:
+        hit = _group_cache.get(key)
+        if hit is not None:
+            _group_cache.move_to_end(key)
+            return hit
+    a = pair.lattice()
+    if a is not None and a >= 2.0 * h and not _commensurate(a, h):
+        h_g = a / math.ceil(a / h * (1.0 - 1e-12))
+        q = discretise(pair, h_g, pessimistic=pessimistic, tilt=tilt)
+        q = _truncate(_regrid(_power(q, count, tail, floor=floor), h), tail, floor=floor)
+    else:
+        q = discretise(pair, h, pessimistic=pessimistic, tilt=tilt)
+        q = _power(q, count, tail, floor=floor)
+    q.data.setflags(write=False)
+    with _group_cache_lock:
+        if key not in _group_cache and q.data.size <= _GROUP_CACHE_BINS // 4:
+            _group_cache[key] = q
+            _group_cache_size[0] += q.data.size
+            while _group_cache_size[0] > _GROUP_CACHE_BINS:
+                _, old = _group_cache.popitem(last=False)
+                _group_cache_size[0] -= old.data.size
+    return q
+
+
+def _group_plds(
+    items: Sequence[tuple[DominatingPair, int]],
+    h: float,
+    tilt: float,
+    pessimistic: bool,
+    tail: float,
+) -> list[tuple[DiscretePLD, int]]:
+    """Every group's PLD on the grid h, ready for :func:`_compose_groups`.
+
+    Only δ(ε) for ε ≥ 0 is asked of the composition, so losses that stay below 0 whatever the
+    other groups add are not needed (:func:`_truncate`): the widest group is computed last and
+    cut at −c, with c ≥ 2h + the largest finite loss the other groups hold (rounded up to h·2^j,
+    so that the cut repeats across compositions and the group cache finds it). That shrinks its
+    FFT window by about half. The cut is checked against the float margins of the losses.
+    """
+    if len(items) == 1:
+        pair, count = items[0]
+        return [(_group_pld(pair, count, h, tilt, pessimistic, tail, -h), 1)]
+
+    def width(i: int) -> float:
+        pair, count = items[i]
+        with np.errstate(all="ignore"):
+            w = count * abs(pair.mean()) + 8.0 * math.sqrt(count * max(pair.variance(), 0.0))
+        return w if math.isfinite(w) else math.inf
+
+    order = sorted(range(len(items)), key=width)
+    out: dict[int, DiscretePLD] = {}
+    reach = 0.0
+    margins = 0.0
+    for i in order[:-1]:
+        pair, count = items[i]
+        q = _group_pld(pair, count, h, tilt, pessimistic, tail, -math.inf)
+        out[i] = q
+        reach += max(0.0, (q.offset + q.data.size - 1) * h + q.phase)
+        margins += q.loss_margin
+    last = order[-1]
+    pair, count = items[last]
+    cut = _math.up(2.0 * h + reach, 4)
+    cut = h * 2.0 ** math.ceil(math.log2(cut / h)) if math.isfinite(cut) else math.inf
+    q = _group_pld(pair, count, h, tilt, pessimistic, tail, -cut)
+    if margins + q.loss_margin > h:  # the float margins would eat the 2h of slack: no cut
+        q = _group_pld(pair, count, h, tilt, pessimistic, tail, -math.inf)
+    out[last] = q
+    return [(out[i], 1) for i in range(len(items))]
+
+
+def _compose_groups(parts: Sequence[tuple[DiscretePLD, int]], tail: float) -> DiscretePLD:
+    """Self-compose every group by an FFT power, then convolve the groups smallest first; the
+    last step is truncated as final (nothing below loss 0 is kept)."""
+    single = len(parts) == 1
+    heap: list[tuple[int, int, DiscretePLD]] = []
+    for i, (pld, count) in enumerate(parts):
+        q = _power(pld, count, tail, final=single) if count > 1 else pld
+        if single and count == 1:
+            q = _truncate(q, tail, final=True)
+        heap.append((q.data.size, i, q))
+    heapq.heapify(heap)
+    tick = len(heap)
+    while len(heap) > 1:
+        _, _, a = heapq.heappop(heap)
+        _, _, b = heapq.heappop(heap)
+        c = _truncate(_convolve(a, b), tail, final=len(heap) == 0)
+        heapq.heappush(heap, (c.data.size, tick, c))
+        tick += 1
+    return heap[0][2]
+
+
+# =================================================================================================
+# automatic accuracy
+
+
+def _merge_gaussians(
+    items: tuple[tuple[DominatingPair, int], ...], up: bool
+) -> tuple[tuple[DominatingPair, int], ...]:
+    """The items with every μ-GDP pair (and its count) replaced by one pair of
+    μ = √(Σ c_i μ_i²): Gaussian pairs compose exactly [Dong–Roth–Su 2019, Cor 3.3], so this is
+    the same composition with one FFT group instead of many. μ is rounded up (``up``, for the
+    pessimistic side: a larger μ dominates) or down (optimistic), from the exact rational sum."""
+    gauss = [(pair.gdp_mu(), count) for pair, count in items if pair.gdp_mu() is not None]
+    if len(gauss) < 2:  # one group is composed by an FFT power already
+        return items
+    total = sum((Fraction(mu) ** 2 * c for mu, c in gauss if mu is not None), Fraction(0))
+    mu = math.sqrt(float(total))
+    if up:
+        while Fraction(mu) ** 2 < total:
+            mu = math.nextafter(mu, math.inf)
+    else:
+        while mu > 0.0 and Fraction(mu) ** 2 > total:
+            mu = math.nextafter(mu, 0.0)
+    others = tuple((pair, count) for pair, count in items if pair.gdp_mu() is None)
+    return ((GaussianPair(mu), 1), *others)
+
+
+def _ladder(h: float) -> float:
+    """h rounded down onto the ladder 2^(j/8): automatic grids then repeat across compositions of
+    similar items, so their groups are found in the cache (at most 9% more bins)."""
+    return float(2.0 ** (math.floor(8.0 * math.log2(h)) / 8.0))
+
+
+def _normalise_items(items: Iterable[object]) -> tuple[tuple[DominatingPair, int], ...]:
+    counts: dict[DominatingPair, int] = {}
+    for entry in items:
+        if isinstance(entry, tuple):
+            if len(entry) != 2:
+                raise InvalidParameter(f"items must be items or (item, count) pairs, got {entry!r}")
+            item, count = entry
+            c = _validate.integer("count", count, minimum=0)
+        else:
+            item, c = entry, 1
+        for pair, mult in dominating_pairs(item):
+            if c * mult > 0 and not _is_identity(pair):
+                counts[pair] = counts.get(pair, 0) + c * mult
+    return tuple(counts.items())
+
+
+def _is_identity(pair: DominatingPair) -> bool:
+    """The pair of a perfectly private mechanism (all mass at loss 0): neutral in compositions."""
+    return (
+        isinstance(pair, FinitePair)
+        and pair.losses == (0.0,)
+        and pair.masses == (1.0,)
+        and pair.inf_mass_ == 0.0
+    )
+
+
+def _log_c(lam: FloatArray) -> FloatArray:
+    """log max_{x≥0} (1 − e^{−x}) e^{−λx} = λ log(λ/(1+λ)) − log(1+λ)."""
+    return np.asarray(lam * np.log(lam / (1.0 + lam)) - np.log1p(lam))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PLDResult:
+    """The PLD accountant's answer for a composition, with automatic accuracy.
+
+    ``epsilon(delta)`` / ``delta(epsilon)`` return the pessimistic (valid upper bound) value at a
+    grid fine enough that the optimistic value is within ``target_relative_error`` of it (then the
+    reported value is certified to be within that relative error of the exact one); the brackets
+    ``epsilon_bracket(delta)`` / ``delta_bracket(epsilon)`` return (optimistic, pessimistic).
+
+    Each query chooses the FFT tilt λ minimising the Chernoff bound at its target (so the float
+    error is relative where it matters), starts from a grid spacing predicted from the loss
+    spread, and refines h (assuming the gap shrinks like h^p, p estimated from the last two steps)
+    until the gap is within target, or :data:`MAX_REFINEMENTS` steps, or the next grid would exceed
+    :data:`MAX_BINS` bins, or refining stops helping (the gap of a δ query cannot go below the
+    truncated tail masses, ~1e3·tail). Composed laws are cached per (h, λ).
+
+    Attributes:
+        items: the distinct dominating pairs and their counts.
+        value_discretization: the grid spacing h, or None to choose it automatically.
+        target_relative_error: the relative width of the bracket aimed at.
+        tail: the mass bound of each truncated tail.
+    """
+
+    items: tuple[tuple[DominatingPair, int], ...]
+    value_discretization: float | None = None
+    target_relative_error: float = 1e-4
+    tail: float = DEFAULT_TAIL
+    _cache: dict[tuple[float, float], tuple[DiscretePLD, DiscretePLD]] = field(
+        default_factory=dict, repr=False
+    )
+    _sides: dict[bool, tuple[tuple[DominatingPair, int], ...]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def _side_items(self, pessimistic: bool) -> tuple[tuple[DominatingPair, int], ...]:
+        """The items as discretised on one side: Gaussian pairs merged (:func:`_merge_gaussians`)."""
+        if pessimistic not in self._sides:
+            self._sides[pessimistic] = _merge_gaussians(self.items, up=pessimistic)
+        return self._sides[pessimistic]
+
+    @property
+    def group_count(self) -> int:
+        """How many FFT groups the composition has (distinct pairs, Gaussian pairs merged)."""
+        return len(self._side_items(True))
+
+    # -- summary statistics of the exact pairs ---------------------------------------------------
+    @property
+    def inf_mass(self) -> float:
+        """P[L = ∞] of the composition: 1 − Π(1 − p_i)^{k_i} (computed with log1p)."""
+        s = 0.0
+        for pair, count in self.items:
+            p = pair.inf_mass
+            if p >= 1.0:
+                return 1.0
+            s += count * math.log1p(-p)
+        return -math.expm1(s)
+
+    def _log_mgf(self, beta: FloatArray) -> FloatArray:
+        total = np.zeros(beta.size)
+        with np.errstate(over="ignore", invalid="ignore"):  # an MGF beyond the float range: +inf
+            for pair, count in self.items:
+                total = total + count * pair.log_mgf(beta)
+        return np.where(np.isnan(total), np.inf, total)
+
+    def _chernoff_epsilon(self, delta: float) -> tuple[float, float]:
+        """(ε, λ): the Chernoff/CKS-type upper bound min_λ (log M(λ) + log c(λ) − log(δ − p∞))/λ,
+        and the tilt (capped by :meth:`_max_tilt`)."""
+        budget = delta - self.inf_mass
+        if budget <= 0.0:
+            return math.inf, 1.0
+        vals = (self._log_mgf(_POS) + _log_c(_POS) - math.log(budget)) / _POS
+        i = int(np.argmin(vals))
+        return max(float(vals[i]), 0.0), min(float(_POS[i]), self._max_tilt())
+
+    def clt_epsilon(self, delta: float) -> float:
+        """A central-limit *estimate* (not a bound) of the composed ε(δ): the μ-GDP value with
+        μ² the total variance of the finite loss (inf with mass at +∞). For planning work only."""
+        from scipy.special import ndtri
+
+        if any(pair.inf_mass > 0.0 for pair, _ in self.items):
+            return math.inf
+        with np.errstate(all="ignore"):  # an MGF beyond the float range: no estimate
+            _, var = self._spread()
+        if self.inf_mass > 0.0 or not var > 0.0 or not math.isfinite(var) or not delta > 0.0:
+            return math.inf
+        # μ-GDP has δ(ε) ≈ Φ(μ/2 − ε/μ) away from ε = 0: ε ≈ μ²/2 + μ·Φ⁻¹(1 − δ)
+        return var / 2.0 + math.sqrt(var) * float(ndtri(-delta + 1.0)) if delta < 0.5 else 0.0
+
+    def _chernoff_log_delta(self, epsilon: float) -> FloatArray:
+        """log M(λ) + log c(λ) − λε at the tilts _POS (+inf where ε or the MGF overflows)."""
+        with np.errstate(over="ignore", invalid="ignore"):  # inf − inf: no bound at that tilt
+            vals = self._log_mgf(_POS) + _log_c(_POS) - _POS * epsilon
+        return np.where(np.isnan(vals), np.inf, vals)
+
+    def _chernoff_tilt(self, epsilon: float) -> float:
+        vals = self._chernoff_log_delta(epsilon)
+        return min(float(_POS[int(np.argmin(vals))]), self._max_tilt())
+
+    def _width(self) -> float:
+        """The width of the composed loss range holding all but 1e-30 of the mass on each side
+        (Chernoff bounds from the exact log-MGFs)."""
+        total_pos = self._log_mgf(_POS)
+        total_neg = self._log_mgf(-_POS)
+        hi = float(np.min((total_pos + 69.0) / _POS))
+        lo = float(np.max((-69.0 - total_neg) / _POS))
+        return max(hi - lo, 1e-12)
+
+    def _max_tilt(self) -> float:
+        """A tilt λ whose weights e^{λl} span at most e^{400} over the composed loss range, so
+        tilted masses stay well inside the float range."""
+        return max(min(400.0 / self._width(), float(_POS[-1])), float(_POS[0]))
+
+    def _spread(self) -> tuple[float, float]:
+        """(total count, total variance of the finite loss) of the composition."""
+        k = sum(c for _, c in self.items)
+        var = sum(c * pair.variance() for pair, c in self.items)
+        return float(k), float(var)
+
+    def _align(self, h: float) -> float:
+        """Shrink h so that the lattice of the most numerous atomic pair lies on the grid."""
+        best: tuple[int, float] | None = None
+        for pair, count in self.items:
+            a = pair.lattice()
+            # a lattice finer than the grid needs no alignment (and must not shrink h)
+            if a is not None and a >= h and (best is None or count > best[0]):
+                best = (count, a)
+        if best is None:
+            return h
+        a = best[1]
+        steps = a / h * (1.0 - 1e-12)
+        if not math.isfinite(steps):  # a lattice beyond the float range: nothing to align
+            return h
+        return a / math.ceil(steps)
+
+    def _initial_h(self, eps_hat: float, delta: float) -> float:
+        k, var = self._spread()
+        s = math.sqrt(var / k) if k > 0 and var > 0 else max(eps_hat, 1e-3)
+        z = math.sqrt(2.0 * max(math.log(1.0 / max(delta, 1e-300)), 1.0))
+        scale = max(eps_hat, math.sqrt(var), 1e-3)
+        h = s * math.sqrt(8.0 * self.target_relative_error * scale) / z
+        h = min(h, s / 4.0, scale / 16.0)
+        # never start with more than 2^18 bins over the composed range
+        width = self._width()
+        if not math.isfinite(width):
+            raise NumericalError("the composed privacy loss spans more than the float range")
+        return self._align(_ladder(max(h, width / 2**18, 1e-9)))
+
+    # -- evaluation --------------------------------------------------------------------------------
+    def plds(
+        self, value_discretization: float, tilt: float = 0.0
+    ) -> tuple[DiscretePLD, DiscretePLD]:
+        """The (pessimistic, optimistic) composed PLDs at grid spacing h and the given tilt."""
+        h = _validate.positive("value_discretization", value_discretization)
+        if any(not pair.loss_bound() / h < _MAX_NODES for pair, _ in self._side_items(True)):
+            # grid indices (loss/h) must fit in int64, and phases/alignments in floats
+            raise NumericalError(
+                f"a privacy loss beyond {_MAX_NODES:g} grid steps of {h!r} is not discretised"
+            )
+        key = (h, float(tilt))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        out = []
+        for pess in (True, False):
+            parts = _group_plds(self._side_items(pess), h, tilt, pess, self.tail)
+            out.append(_compose_groups(parts, self.tail))
+        result = (out[0], out[1])
+        self._cache[key] = result
+        return result
+
+    def _optimistic_pld(self, h: float, tilt: float, coarsen: float) -> DiscretePLD:
+        """The optimistic composed PLD alone (half the work of :meth:`plds`), of the items with
+        their pairs replaced by dominated ones (``DominatingPair.weaker``, relative step ``coarsen``):
+        fewer distinct groups, and still a lower bound of the exact composition."""
+        if coarsen == 0.0:
+            hit = self._cache.get((h, float(tilt)))
+            if hit is not None:
+                return hit[1]
+        merged: dict[DominatingPair, int] = {}
+        for pair, count in self._side_items(False):
+            weaker = pair.weaker(coarsen)
+            merged[weaker] = merged.get(weaker, 0) + count
+        parts = _group_plds(tuple(merged.items()), h, tilt, False, self.tail)
+        return _compose_groups(parts, self.tail)
+
+    def lower_epsilon(self, delta: float, coarsen: float = 0.1) -> float:
+        """A quick lower bound on the exact ε(δ) of the composed pairs: one optimistic pass at the
+        initial grid for ``target_relative_error`` (no refinement, no pessimistic side), with
+        every pair of an ordered family (Gaussian μ, Laplace ε0, binary randomized response ε)
+        first lowered onto a geometric grid of relative step ``coarsen`` — a dominated pair, so
+        the bound stays valid while equal pairs merge into few groups. It decides cheaply that
+        this analysis cannot beat another one."""
+        d = _validate.real("delta", delta)
+        if not 0.0 <= d <= 1.0:
+            raise InvalidParameter(f"delta must be in [0, 1], got {d!r}")
+        if not self.items or d >= 1.0:
+            return 0.0
+        if d < self.inf_mass:
+            return math.inf
+        eps_hat, lam = self._chernoff_epsilon(d)
+        if eps_hat == 0.0 or math.isinf(eps_hat):
+            return 0.0
+        h = self.value_discretization or self._initial_h(eps_hat, d)
+        return float(self._optimistic_pld(h, lam, coarsen).epsilon(d))
+
+    def lower_delta(self, epsilon: float, coarsen: float = 0.1) -> float:
+        """A quick lower bound on the exact δ(ε) (see :meth:`lower_epsilon`)."""
+        e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
+        if not self.items:
+            return 0.0
+        p_inf = self.inf_mass
+        if e == math.inf or p_inf >= 1.0:
+            return p_inf
+        lam = self._chernoff_tilt(e)
+        log_d = float(np.min(self._chernoff_log_delta(e)))
+        if log_d < -700.0:
+            return p_inf
+        d_hat = min(0.5, max(math.exp(min(max(log_d, -700.0), 0.0)), 1e-300))
+        h = self.value_discretization or self._initial_h(max(e, 1e-3), d_hat)
+        return float(self._optimistic_pld(h, lam, coarsen).delta(e))
+
+    def _refine(
+        self,
+        measure: Callable[[DiscretePLD, DiscretePLD], tuple[float, float]],
+        h: float,
+        tilt: float,
+        floor: float,
+    ) -> tuple[float, float]:
+        """Evaluate (optimistic, pessimistic) values at grid spacings h, h′, … until their gap is
+        at most target·value + floor, the predicted grid exceeds :data:`MAX_BINS`, or after
+        :data:`MAX_REFINEMENTS` steps. The next h assumes the gap shrinks like h^p, with p
+        estimated from the last two steps (p ∈ [1/2, 2], 2 at first)."""
+        lo, hi = 0.0, math.inf
+        history: list[tuple[float, float]] = []
+        for _ in range(MAX_REFINEMENTS + 1):
+            try:
+                pess, opt = self.plds(h, tilt)
+            except NumericalError:
+                if self.value_discretization is not None or not history:
+                    raise
+                break
+            lo, hi = measure(pess, opt)
+            width = hi - lo
+            if (
+                self.value_discretization is not None
+                or hi == 0.0
+                or math.isinf(hi)
+                or width <= self.target_relative_error * hi + floor
+            ):
+                break
+            history.append((h, width))
+            p = 2.0
+            if len(history) >= 2:
+                (h1, w1), (h2, w2) = history[-2], history[-1]
+                if w2 >= w1:
+                    break  # refining does not help (e.g. the gap is the truncated tail mass)
+                p = min(2.0, max(0.5, math.log(w1 / w2) / math.log(h1 / h2)))
+            factor = (0.8 * self.target_relative_error * hi / width) ** (1.0 / p)
+            h_next = self._align(_ladder(h * min(0.7, max(0.05, factor))))
+            if max(pess.data.size, opt.data.size) * h / h_next > MAX_BINS:
+                break
+            h = h_next
+        return lo, hi
+
+    def epsilon_bracket(self, delta: float) -> tuple[float, float]:
+        """(ε_optimistic, ε_pessimistic) at δ: the exact ε(δ) of the composition lies between."""
+        d = _validate.real("delta", delta)
+        if not 0.0 <= d <= 1.0:
+            raise InvalidParameter(f"delta must be in [0, 1], got {d!r}")
+        if not self.items or d >= 1.0:
+            return 0.0, 0.0
+        if d < self.inf_mass:
+            return math.inf, math.inf
+        eps_hat, lam = self._chernoff_epsilon(d)
+        if eps_hat == 0.0:
+            return 0.0, 0.0
+        if math.isinf(eps_hat):
+            # δ = P[L = ∞] exactly: ε is the largest finite loss of the composition
+            eps_hat = max(pair.loss_bound() * c for pair, c in self.items) or 1.0
+        h = self.value_discretization or self._initial_h(eps_hat, d)
+        lo, hi = self._refine(lambda p, o: (o.epsilon(d), p.epsilon(d)), h, lam, 1e-12)
+        return float(lo), float(hi)
+
+    def epsilon(self, delta: float) -> float:
+        """Smallest ε with (ε, δ)-DP certified by the PLD (pessimistic; a valid upper bound)."""
+        return self.epsilon_bracket(delta)[1]
+
+    def delta_bracket(self, epsilon: float) -> tuple[float, float]:
+        """(δ_optimistic, δ_pessimistic) at ε: the exact δ(ε) of the composition lies between."""
+        e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
+        p_inf = self.inf_mass
+        if not self.items:
+            return 0.0, 0.0
+        if e == math.inf or p_inf >= 1.0:
+            return p_inf, p_inf
+        lam = self._chernoff_tilt(e)
+        log_d = float(np.min(self._chernoff_log_delta(e)))
+        if log_d < -700.0:
+            # δ(ε) − p∞ ≤ c(λ)e^{−λε}E_P[e^{λL}] (CKS20-type, with c(λ) = max_x (1 − e^{−x})e^{−λx})
+            # is already below e^{−700}: report it (padded against rounding) rather than
+            # discretise losses this far out in the tail.
+            return p_inf, min(1.0, _math.up(p_inf + _math.exp_up(log_d + 1e-9 * -log_d)))
+        d_hat = min(0.5, max(math.exp(min(max(log_d, -700.0), 0.0)), 1e-300))  # log_d may be inf
+        h = self.value_discretization or self._initial_h(max(e, 1e-3), d_hat)
+        # the truncated tails (each ≤ tail, moved to +∞) put a floor under the gap
+        lo, hi = self._refine(lambda p, o: (o.delta(e), p.delta(e)), h, lam, 1e3 * self.tail)
+        return float(lo), float(hi)
+
+    def delta(self, epsilon: float) -> float:
+        """Smallest δ certified at ε by the PLD (pessimistic; a valid upper bound)."""
+        return self.delta_bracket(epsilon)[1]
+
+
+def compose_pld(
+    items: Iterable[object],
+    *,
+    value_discretization: float | None = None,
+    target_relative_error: float = 1e-4,
+    tail: float = DEFAULT_TAIL,
+) -> PLDResult:
+    """The PLD accountant: the tight (ε, δ) of the composition of ``items``.
+
+    Args:
+        items: mechanisms or guarantees with a registered dominating pair, or ``(item, count)``
+            pairs (count ≥ 0). Identical pairs are grouped and self-composed by one FFT power.
+        value_discretization: the grid spacing h; by default chosen (and refined) automatically
+            so that the optimistic/pessimistic bracket is within ``target_relative_error``.
+        target_relative_error: the relative accuracy aimed at (default 1e-4).
+        tail: bound on each truncated tail mass (handled pessimistically).
+
+    Returns:
+        A :class:`PLDResult` answering ``epsilon(delta)``, ``delta(epsilon)`` and the brackets.
+
+    Raises:
+        NotImplied: an item has no registered dominating pair (the message names it).
+        InvalidParameter: a count is negative or not an integer, or a parameter is out of range.
+
+    Examples:
+        >>> import sharpdp as sdp
+        >>> from sharpdp.accounting.pld import compose_pld
+        >>> r = compose_pld([(sdp.Laplace(scale=10.0), 100)])
+        >>> lo, hi = r.epsilon_bracket(1e-6)
+        >>> hi - lo <= 1e-4 * hi
+        True
+    """
+    t = _validate.positive("target_relative_error", target_relative_error)
+    tl = _validate.positive("tail", tail)
+    if not tl < 1e-6:
+        raise InvalidParameter(f"tail must be < 1e-6, got {tl!r}")
+    h = None
+    if value_discretization is not None:
+        h = _validate.positive("value_discretization", value_discretization)
+    pairs = _normalise_items(items)
+    for pair, _ in pairs:
+        if not pair.loss_bound() <= MAX_LOSS:
+            raise NotImplied(
+                f"{pair!r} has finite losses up to {pair.loss_bound()!r}; the PLD grid handles "
+                f"|loss| ≤ {MAX_LOSS:g} (such a pair is not private in any useful sense)"
+            )
+    return PLDResult(pairs, h, t, tl)

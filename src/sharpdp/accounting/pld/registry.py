@@ -1,0 +1,180 @@
+"""Which dominating pairs describe each item: a registry keyed by type (:func:`register_pair`).
+
+A symmetric dominating pair (P, Q) dominates both orders of every neighbouring pair of the item's
+mechanism, so the privacy loss L = log(P/Q)(Y), Y ~ P, describes it for composition
+[Zhu–Dong–Wang 2022, arXiv 2106.08567, Def 7 and Thm 10].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sharpdp.accounting.pld.pairs import (
+    DominatingPair,
+    FinitePair,
+    GaussianPair,
+    LaplacePair,
+    approx_dp_pair,
+    discrete_gaussian_pair,
+    discrete_laplace_pair,
+    randomized_response_pair,
+)
+from sharpdp.errors import NotImplied
+
+T = TypeVar("T")
+
+# =================================================================================================
+# registry of dominating pairs
+
+Decomposition = tuple[tuple[DominatingPair, int], ...]
+_REGISTRY: dict[type, Callable[[Any], Decomposition | DominatingPair]] = {}
+_LAZY: dict[tuple[str, str], Callable[[Any], Decomposition | DominatingPair]] = {}
+
+
+def register_pair(
+    kind: type,
+) -> Callable[
+    [Callable[[T], Decomposition | DominatingPair]], Callable[[T], Decomposition | DominatingPair]
+]:
+    """Decorator registering ``function(item) -> DominatingPair`` (or ``((pair, count), ...)``).
+
+    The function must return a pair dominating the item's mechanism *in both orders* of every
+    neighbouring pair (a symmetric pair does), or several pairs whose composition does (e.g. the
+    k rounds of one-shot top-k). Lookup walks the item type's MRO.
+    """
+
+    def decorate(
+        function: Callable[[T], Decomposition | DominatingPair],
+    ) -> Callable[[T], Decomposition | DominatingPair]:
+        _REGISTRY[kind] = function
+        return function
+
+    return decorate
+
+
+def _lookup(item: object) -> Callable[[Any], Decomposition | DominatingPair] | None:
+    for klass in type(item).__mro__:
+        fn = _REGISTRY.get(klass)
+        if fn is not None:
+            return fn
+        fn = _LAZY.get((klass.__module__, klass.__qualname__))
+        if fn is not None:
+            return fn
+    return None
+
+
+def supports(item: object) -> bool:
+    """Whether a dominating pair is registered for ``item``'s type."""
+    return _lookup(item) is not None
+
+
+def dominating_pairs(item: object) -> Decomposition:
+    """The dominating pair(s) of ``item``, as ``((pair, count), ...)``.
+
+    Raises:
+        NotImplied: no pair is registered for the item's type (the message names the item).
+    """
+    fn = _lookup(item)
+    if fn is None:
+        raise NotImplied(
+            f"no privacy loss distribution is known for {item!r} ({type(item).__name__}); "
+            "supported: "
+            + ", ".join(sorted({k.__name__ for k in _REGISTRY} | {q for _, q in _LAZY}))
+        )
+    out = fn(item)
+    if isinstance(out, DominatingPair):
+        return ((out, 1),)
+    return tuple(out)
+
+
+def _register_builtin() -> None:
+    from sharpdp.guarantees import GDP, ApproxDP, BoundedRange, PureDP
+    from sharpdp.mechanisms.additive import Gaussian, Laplace
+    from sharpdp.mechanisms.randomized_response import RandomizedResponse
+    from sharpdp.mechanisms.selection import (
+        Exponential,
+        PermuteAndFlip,
+        ReportNoisyMax,
+        TopK,
+    )
+
+    def gaussian(mu: float) -> DominatingPair:
+        if mu == 0.0:
+            return FinitePair((0.0,), (1.0,), name="perfect privacy")
+        if math.isinf(mu):
+            return FinitePair((), (), 1.0, name="no privacy")
+        if mu < 1e-10:
+            # below the resolution of any grid (and μ²/2 may underflow): μ-GDP is (ε, δ)-DP at
+            # ε = 40μ with δ ≤ Φ(−40 + μ/2) < 1e-340 < 5e-324 [DRS Cor 2.13], so the KOV pair of
+            # (40μ, 5e-324)-DP dominates it.
+            return approx_dp_pair(40.0 * mu, 5e-324)
+        return GaussianPair(mu)
+
+    @register_pair(GDP)
+    def _gdp(g: GDP) -> DominatingPair:
+        """μ-GDP: the pair (N(0,1), N(μ,1)) [Dong–Roth–Su 2019, Def 2.6]; symmetric."""
+        return gaussian(g.mu)
+
+    @register_pair(Gaussian)
+    def _gauss(m: Gaussian) -> DominatingPair:
+        """The Gaussian mechanism is exactly (Δ/σ)-GDP [Dong–Roth–Su 2019, Thm 2.7]."""
+        return gaussian(m.mu)
+
+    @register_pair(Laplace)
+    def _laplace(m: Laplace) -> DominatingPair:
+        """(Lap(0, b), Lap(Δ, b)) [Koskela et al. 2020]; symmetric (y ↦ Δ − y)."""
+        e0 = m.epsilon0
+        if e0 == 0.0:
+            return FinitePair((0.0,), (1.0,), name="perfect privacy")
+        return LaplacePair(e0)
+
+    @register_pair(RandomizedResponse)
+    def _rr(m: RandomizedResponse) -> DominatingPair:
+        """The k-RR pair itself (two different true values); symmetric."""
+        return randomized_response_pair(m.epsilon_, m.categories)
+
+    @register_pair(PureDP)
+    def _pure(g: PureDP) -> DominatingPair:
+        """ε-RR dominates every ε-DP mechanism [Kairouz–Oh–Viswanath 2015, Thm 2.4]."""
+        return randomized_response_pair(g.epsilon_, 2)
+
+    @register_pair(ApproxDP)
+    def _approx(g: ApproxDP) -> DominatingPair:
+        """The four-point KOV pair dominates every (ε, δ)-DP mechanism [KOV15, Thm 2.4]."""
+        return approx_dp_pair(g.epsilon_, g.delta_)
+
+    @register_pair(BoundedRange)
+    def _br(g: BoundedRange) -> DominatingPair:
+        """η-BR ⇒ η-DP (valid, not tight: the BR profile is smaller than η-RR's)."""
+        return randomized_response_pair(g.eta, 2)
+
+    def _selection(m: Any) -> DominatingPair:
+        """A selection mechanism known to be ε-DP with ε = m.epsilon(0): the ε-RR pair."""
+        return randomized_response_pair(m.epsilon(0.0), 2)
+
+    for kind in (Exponential, PermuteAndFlip, ReportNoisyMax):
+        register_pair(kind)(_selection)
+
+    @register_pair(TopK)
+    def _topk(m: TopK) -> Decomposition:
+        """One-shot top-k ≡ k adaptive ε-BR (hence ε-DP) rounds: k copies of the ε-RR pair."""
+        return ((randomized_response_pair(m.epsilon_, 2), m.k),)
+
+    # The discrete mechanisms (sharpdp.mechanisms.discrete) are registered by name, lazily: the
+    # pairs only read the documented attributes scale/sigma and sensitivity.
+    def _dlap(m: Any) -> DominatingPair:
+        """Discrete Laplace P(z) ∝ exp(−|z|/scale), integer sensitivity: (Z, Z + Δ)."""
+        return discrete_laplace_pair(float(m.scale), int(m.sensitivity))
+
+    def _dgauss(m: Any) -> DominatingPair:
+        """Discrete Gaussian P(z) ∝ exp(−z²/(2σ²)), integer sensitivity: (Z, Z + Δ)."""
+        return discrete_gaussian_pair(float(m.sigma), int(m.sensitivity))
+
+    _LAZY[("sharpdp.mechanisms.discrete", "DiscreteLaplace")] = _dlap
+    _LAZY[("sharpdp.mechanisms.discrete", "DiscreteGaussian")] = _dgauss
+
+
+_register_builtin()
+
