@@ -13,13 +13,9 @@ Quick start::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sharpdp.accounting.accountant import Accountant
-from sharpdp.accounting.clt import CLTEstimate, clt_estimate
-from sharpdp.accounting.composition import Composition, compose, max_compositions
-from sharpdp.accounting.ledger import Ledger
-from sharpdp.conversions import convert
+from sharpdp._version import __version__
 from sharpdp.errors import (
     BudgetExceeded,
     InvalidParameter,
@@ -40,21 +36,30 @@ from sharpdp.guarantees import (
     Guarantee,
     PureDP,
 )
-from sharpdp.mechanisms import (
-    DiscreteGaussian,
-    DiscreteLaplace,
-    Exponential,
-    Gaussian,
-    Laplace,
-    Mechanism,
-    PermuteAndFlip,
-    RandomizedResponse,
-    ReportNoisyMax,
-    TopK,
-    calibrate,
-)
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:  # loaded on first use (see __getattr__), so `import sharpdp` stays light
+    from sharpdp import audit as audit
+    from sharpdp import conversions as conversions
+    from sharpdp import data as data
+    from sharpdp.accounting.accountant import Accountant
+    from sharpdp.accounting.clt import CLTEstimate, clt_estimate
+    from sharpdp.accounting.composition import Composition, compose, max_compositions
+    from sharpdp.accounting.ledger import Ledger
+    from sharpdp.conversions import convert
+    from sharpdp.mechanisms import (
+        DiscreteGaussian,
+        DiscreteLaplace,
+        Exponential,
+        Gaussian,
+        Laplace,
+        Mechanism,
+        PermuteAndFlip,
+        RandomizedResponse,
+        ReportNoisyMax,
+        TopK,
+        calibrate,
+    )
+
 
 __all__ = [
     "GDP",
@@ -95,13 +100,50 @@ __all__ = [
     "max_compositions",
 ]
 
-_LAZY_SUBMODULES = {"audit", "conversions"}
+#: Where each lazily loaded public name lives (the guarantees and errors load eagerly).
+_LAZY_NAMES = {
+    "Accountant": "sharpdp.accounting.accountant",
+    "CLTEstimate": "sharpdp.accounting.clt",
+    "clt_estimate": "sharpdp.accounting.clt",
+    "Composition": "sharpdp.accounting.composition",
+    "compose": "sharpdp.accounting.composition",
+    "max_compositions": "sharpdp.accounting.composition",
+    "Ledger": "sharpdp.accounting.ledger",
+    "convert": "sharpdp.conversions",
+    **dict.fromkeys(
+        (
+            "DiscreteGaussian",
+            "DiscreteLaplace",
+            "Exponential",
+            "Gaussian",
+            "Laplace",
+            "Mechanism",
+            "PermuteAndFlip",
+            "RandomizedResponse",
+            "ReportNoisyMax",
+            "TopK",
+            "calibrate",
+        ),
+        "sharpdp.mechanisms",
+    ),
+}
+_LAZY_SUBMODULES = {"accounting", "audit", "conversions", "data", "mechanisms"}
 
 
 def __getattr__(name: str) -> Any:
-    # Heavy or optional layers load on first use, keeping `import sharpdp` fast.
-    if name in _LAZY_SUBMODULES:
-        import importlib
+    # Layers above the calculus load on first use, keeping `import sharpdp` close to numpy's
+    # own import time; the value is then cached in the module's namespace.
+    import importlib
 
-        return importlib.import_module(f"sharpdp.{name}")
-    raise AttributeError(f"module 'sharpdp' has no attribute {name!r}")
+    if name in _LAZY_NAMES:
+        value = getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+    elif name in _LAZY_SUBMODULES:
+        value = importlib.import_module(f"sharpdp.{name}")
+    else:
+        raise AttributeError(f"module 'sharpdp' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _LAZY_SUBMODULES)

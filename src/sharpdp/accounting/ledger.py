@@ -40,6 +40,7 @@ from types import MappingProxyType, TracebackType
 from typing import Literal, Self
 
 from sharpdp import _validate
+from sharpdp._version import __version__
 from sharpdp.accounting._serialize import (
     dumps,
     from_description,
@@ -538,9 +539,7 @@ class Ledger:
 
 
 def _library_version() -> str:
-    import sharpdp  # the package is fully imported whenever a spend is recorded
-
-    return str(getattr(sharpdp, "__version__", "unknown"))
+    return __version__
 
 
 def _connect(target: str, timeout: float, *, uri: bool) -> sqlite3.Connection:
