@@ -387,10 +387,20 @@ def test_creation_without_hard_links(tmp_path: Path, monkeypatch: pytest.MonkeyP
 # -- corrupted and foreign files: LedgerError, file untouched --------------------------------------
 
 
-def _valid_ledger(path: Path, spends: int = 40) -> None:
-    with Accountant(sdp.PureDP(100.0), ledger=path, analyst="x") as acc:
-        for i in range(spends):
-            acc.spend(sdp.Laplace(1.0 + i))
+@functools.cache
+def _valid_ledger_bytes(spends: int = 40) -> bytes:
+    """The bytes of a valid ledger of ``spends`` accountant spends, built once per test session
+    (every corruption case starts from a copy: the spends themselves are not under test here)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "valid.sqlite"
+        with Accountant(sdp.PureDP(100.0), ledger=path, analyst="x") as acc:
+            for i in range(spends):
+                acc.spend(sdp.Laplace(1.0 + i))
+        return path.read_bytes()
+
+
+def _valid_ledger(path: Path) -> None:
+    path.write_bytes(_valid_ledger_bytes())
 
 
 def _edit(path: Path, *statements: str) -> None:
