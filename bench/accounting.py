@@ -61,9 +61,9 @@ What each peer is fed (``n/a <reason>`` where it cannot express a scenario):
 
 * Gaussian: k-fold is exactly μ-GDP with μ = √k/σ [Dong–Roth–Su 2019]; ε solves
   δ = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2), bisection in mpmath (60 digits);
-* RR / pure ε0-DP: Kairouz–Oh–Viswanath's optimal composition (FORMULAS §3a) in mpmath, inverted
+* RR / pure ε0-DP: Kairouz–Oh–Viswanath's optimal composition (Thm 3.3) in mpmath, inverted
   exactly (δ(ε) is Σ_P − e^ε Σ_Q between consecutive loss values);
-* EM, non-adaptive: Dong–Durfee–Rogers 2020 Thm 3 (FORMULAS §3b): bisection on δ_Exp(ε) with the
+* EM, non-adaptive: Dong–Durfee–Rogers 2020 Thm 3: bisection on δ_Exp(ε) with the
   candidate t*_l screened in float64 log-space and the best three re-evaluated in mpmath at the
   final bracket; adaptive: no exact value is known — DDR20's non-adaptive optimum is a *lower*
   bound (an adaptive composition is never cheaper than a fixed one), so only "below it" is
@@ -208,7 +208,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 
 
 def kov_epsilon(eps0: float, k: int, delta: float) -> float:
-    """ε(δ) of k-fold ε0-RR [KOV15 Thm 3.3; FORMULAS §3a], exactly in mpmath.
+    """ε(δ) of k-fold ε0-RR [Kairouz–Oh–Viswanath 2015, Thm 3.3], exactly in mpmath.
 
     The outcome with i "flipped" answers has loss (k − 2i)ε0 and P-mass C(k,i) e^{(k−i)ε0}/(1+e^ε0)^k
     (Q-mass = P-mass · e^{−loss}). Between consecutive losses δ(ε) = S_P − e^ε S_Q over the
@@ -275,7 +275,7 @@ def _ddr_delta_exact(eta: float, k: int, eps: float) -> Any:
 
 
 def ddr_epsilon(eta: float, k: int, delta: float) -> float:
-    """ε(δ) of k-fold η-BR, non-adaptive [DDR20 Thm 3; FORMULAS §3b]."""
+    """ε(δ) of k-fold η-BR, non-adaptive [Dong–Durfee–Rogers 2020, Thm 3]."""
 
     def log_delta(eps: float) -> float:
         return float(np.max(_ddr_log_deltas_float(eta, k, eps)))

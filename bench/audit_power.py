@@ -15,7 +15,8 @@ detection rate should be ≥ 99%):
 * ``Laplace at b/2, claims Laplace(b)``: ``Laplace(b/2).release`` claiming ``Laplace(b)``
   (ε = 1/b; true ε = 2/b), inputs 0 and 1, 40 quantile bins;
 * ``RNM-exp (= PF) claims ε-BR``: ``ReportNoisyMax(ε, "exponential", monotonic=True).select`` on
-  q = (0, 0) vs q′ = (0, 1), claimed ε-BR; its true spread is ε + ln(2 − e^{−ε}) (FORMULAS §9).
+  q = (0, 0) vs q′ = (0, 1), claimed ε-BR; its true spread is ε + ln(2 − e^{−ε}) (Durfee–Rogers 2021,
+  "One-shot DP top-k mechanisms", differentialprivacy.org).
 
 Controls (the claim is true; refutations should be rare, at most 1 − confidence in expectation):
 the same samplers run correctly.

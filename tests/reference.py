@@ -10,16 +10,18 @@ digits with mpmath, in one of three ways:
   inf over α for the CKS20 conversion, sup over α of D_α/α).
 
 The few closed forms (DRS/Balle–Wang Gaussian profile, Mironov's Laplace RDP, CKS20, BS16) are
-written here from FORMULAS.md and are themselves checked against quadrature in the tests.
+written here from the papers (Dong–Roth–Su 2019 Cor 2.13, Balle–Wang 2018 Thm 8, Mironov 2017
+Prop 6, Canonne–Kamath–Steinke 2020 Prop 12, Bun–Steinke 2016 Lemma 3.5) and are themselves
+checked against quadrature in the tests.
 
-Conventions (FORMULAS.md): the privacy profile of a pair (P, Q) is
+Conventions: the privacy profile of a pair (P, Q) is
 δ(ε) = Σ_y max(0, P(y) − e^ε Q(y)); D_α(P‖Q) = (α − 1)^{-1} log Σ_y P^α Q^{1−α}. A mechanism's value
 is the sup over both orders of the pair.
 
 Examples:
     >>> float(rr_renyi(1.0, 1))  # KL of binary RR = ε·tanh(ε/2)
     0.46211715726000974
-    >>> round(float(gaussian_epsilon(1.0, 1e-5)), 6)  # FORMULAS §5, σ = 1, δ = 1e-5
+    >>> round(float(gaussian_epsilon(1.0, 1e-5)), 6)  # Balle–Wang 2018 Thm 8, σ = 1, δ = 1e-5
     4.377178
 """
 
@@ -344,7 +346,7 @@ def laplace_renyi_quad(scale: float, alpha: float, sensitivity: float = 1.0) -> 
 
 
 # --------------------------------------------------------------------------------------------------
-# Closed forms written from FORMULAS.md (each checked against quadrature in the tests)
+# Closed forms written from the papers cited at each (each checked against quadrature in the tests)
 # --------------------------------------------------------------------------------------------------
 
 

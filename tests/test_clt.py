@@ -1,4 +1,5 @@
-"""The GDP central-limit estimate: moments against independent integrals, FORMULAS §8's numbers,
+"""The GDP central-limit estimate: moments against independent integrals, the numbers of the
+Dong–Roth–Su 2019 (Thms 3.4–3.5) central-limit μ for ε-DP and η-BR items,
 and that it is never presented as a guarantee."""
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def test_laplace_moments_by_quadrature(scale: float) -> None:
 
 @pytest.mark.parametrize(("eta", "mu"), [(1.0, 0.507022), (2.0, 1.058081)])
 def test_bounded_range_worst_t(eta: float, mu: float) -> None:
-    # FORMULAS §8: sup_t 2KL_t/√Var_t for one η-BR item; brute force over a fine t grid here.
+    # Dong–Roth–Su 2019 Thms 3.4–3.5's μ = 2KL/√Var for one η-BR item, sup over the GRR_t pairs;
+    # brute force over a fine t grid here.
     def mu_t(t: float) -> float:
         p = (1 - math.exp(t - eta)) / (1 - math.exp(-eta))
         kl = t - eta * (1 - p)
@@ -70,7 +72,9 @@ def test_bounded_range_worst_t(eta: float, mu: float) -> None:
 
 
 def test_formulas_table_of_the_sixteen_fold_claim() -> None:
-    # FORMULAS §8: at (1, 1e-6), the CLT fits 358.6 ε0-BR mechanisms (ε0 = 0.025) and 22.4
+    # the numbers behind the "16× more mechanisms" of Dong 2020 ("Exponential mechanisms —
+    # what's wrong with sensitivity?", blog), computed here: at (1, 1e-6) the CLT fits 358.6 ε0-BR
+    # mechanisms (ε0 = 0.025) and 22.4
     # 2ε0-DP ones; the largest whole k is 358, resp. 22.
     def k_max(item: sdp.Guarantee) -> int:
         k = 1

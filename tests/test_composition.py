@@ -1,4 +1,4 @@
-"""compose() against independent computations: enumeration, closed forms, the FORMULAS tables."""
+"""compose() against independent computations: enumeration, closed forms, pinned published values."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def test_non_adaptive_bounded_range_is_the_worst_grr_product(k: int) -> None:
     assert got == pytest.approx(brute, rel=1e-3)
 
 
-# FORMULAS §3b table: (k, ε0) → (KOV ε0-DP, DDR20 ε0-BR), ε at δ = 1e-6.
+# (k, ε0) → (KOV15 Thm 3.3 for ε0-DP, Dong–Durfee–Rogers 2020 Thm 3 for ε0-BR), ε at δ = 1e-6,
+# computed independently in mpmath (bench/accounting.py's references).
 TABLE = [(10, 0.1, 0.99937, 0.62864), (50, 0.1, 3.17290, 1.53374), (200, 1.0, 147.442, 56.769)]
 
 
@@ -80,7 +81,8 @@ def test_ddr20_is_used_only_when_declared_non_adaptive() -> None:
 
 
 def test_gaussians_compose_exactly() -> None:
-    # FORMULAS §5: σ = 5 composed 100 times is σ = 0.5: ε(1e-5) = 9.997256
+    # Dong–Roth–Su 2019 Cor 3.3: σ = 5 composed 100 times is σ = 0.5: ε(1e-5) = 9.997256
+    # (Balle–Wang 2018 Thm 8)
     c = compose([(sdp.Gaussian(5.0), 100)])
     assert round(c.epsilon(1e-5), 6) == 9.997256
     assert c.explain(delta=1e-5).winner.name in {"gdp", "pld"}
@@ -89,7 +91,8 @@ def test_gaussians_compose_exactly() -> None:
 
 
 def test_max_compositions_of_exponential_mechanisms() -> None:
-    # FORMULAS §8: 359 EMs at ε0 = 0.025 fit (1, 1e-6) non-adaptively; 26 under 2ε0-DP.
+    # 359 EMs at ε0 = 0.025 fit (1, 1e-6) non-adaptively (Dong–Durfee–Rogers 2020 Thm 3); 26
+    # under 2ε0-DP (Kairouz–Oh–Viswanath 2015 Thm 3.3).
     budget = sdp.ApproxDP(1.0, 1e-6)
     assert max_compositions(sdp.Exponential(0.025), budget, adaptive=False) == 359
     assert max_compositions(sdp.PureDP(0.05), budget) == 26

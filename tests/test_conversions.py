@@ -83,13 +83,13 @@ def test_pure_dp_to_zcdp_is_eps_tanh(eps: float) -> None:
     ("eps", "pinned"), [(1.0, 0.4621171572600), (2.0, 1.5231883119115), (5.0, 4.9330714907572)]
 )
 def test_pure_dp_to_zcdp_pinned(eps: float, pinned: float) -> None:
-    # FORMULAS §1: ρ*(1) = 0.4621 (vs 0.5), ρ*(2) = 1.5231883119115, ρ*(5) = 4.9330714907572.
+    # Steinke 2024 Thm 5: ρ*(1) = 0.4621 (vs 0.5), ρ*(2) = 1.5231883119115, ρ*(5) = 4.9330714907572.
     assert sdp.convert(sdp.PureDP(eps), sdp.ZCDP).rho == approx(pinned, abs=1e-12)
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 5.0])
 def test_pure_dp_to_zcdp_is_the_sup_of_rr_renyi_over_alpha(eps: float) -> None:
-    # ρ* = sup_α D_α(RR)/α (FORMULAS §1): valid (≥ every grid value) and attained (the KL).
+    # ρ* = sup_α D_α(RR)/α (Steinke 2024 Thm 5): valid (≥ every grid value) and attained (the KL).
     rho = sdp.convert(sdp.PureDP(eps), sdp.ZCDP).rho
     sup = sup_renyi_over_alpha(lambda a: rr_renyi(eps, a))
     not_below(rho, sup)
@@ -141,7 +141,8 @@ def test_bounded_range_to_zcdp_between_max_kl_and_eta2_over_8(eta: float) -> Non
 
 @pytest.mark.parametrize(("eta", "pinned"), [(0.5, 0.031142), (1.0, 0.123302), (2.0, 0.474475)])
 def test_bounded_range_to_zcdp_pinned(eta: float, pinned: float) -> None:
-    # FORMULAS §2 (numerical finding): the tight constant is the max KL, to ~12 digits.
+    # numerical finding (bounded range, GRR_t pairs of Dong–Durfee–Rogers 2020): the tight
+    # constant is the max KL, to ~12 digits.
     assert sdp.convert(sdp.BoundedRange(eta), sdp.ZCDP).rho == approx(pinned, abs=5e-7)
 
 
@@ -179,10 +180,10 @@ def test_zcdp_to_approx_dp_functions() -> None:
     assert isinstance(cks, sdp.ApproxDP)
     assert cks.delta_ == 1e-5
     assert cks.epsilon_ == approx(mp_float(zcdp_cks20_epsilon(0.1, 1e-5)), rel=1e-9)
-    assert cks.epsilon_ == approx(1.91424, abs=5e-6)  # FORMULAS §4
+    assert cks.epsilon_ == approx(1.91424, abs=5e-6)  # Canonne–Kamath–Steinke 2020 Cor 13
     bs = conv.zcdp_to_approx_dp_bs16(g, 1e-5)
     assert bs.epsilon_ == approx(mp_float(bs16_lemma35_epsilon(0.1, 1e-5)), rel=1e-12)
-    assert bs.epsilon_ == approx(2.24597, abs=5e-6)  # FORMULAS §4
+    assert bs.epsilon_ == approx(2.24597, abs=5e-6)  # Bun–Steinke 2016 Lemma 3.5
     # ρ = 0: pure ξ-DP, exactly RR
     pure = conv.zcdp_to_approx_dp(sdp.ZCDP(0.0, 1.5), 1e-3)
     want = invert_profile(lambda e: rr_delta(1.5, e), 1e-3)
@@ -236,7 +237,7 @@ def test_laplace_to_zcdp_is_kl(scale: float, sens: float) -> None:
     z = sdp.convert(sdp.Laplace(scale, sens), sdp.ZCDP)
     assert z.rho == approx(mp_float(want), rel=1e-12)
     assert additive.laplace_to_zcdp(sdp.Laplace(scale, sens)) == z
-    # the KL of the Laplace pair by quadrature is the same number (FORMULAS §6)
+    # the KL of the Laplace pair by quadrature is the same number (Harrison–Manurangsi 2025)
     assert mp_float(laplace_renyi_quad(scale, 1.0, sens)) == approx(mp_float(want), rel=1e-12)
     # validity: ρ ≥ D_α/α on a dense α grid (Mironov's closed form, checked against quadrature
     # in test_guarantees)
@@ -244,7 +245,7 @@ def test_laplace_to_zcdp_is_kl(scale: float, sens: float) -> None:
 
 
 def test_laplace_to_zcdp_pinned() -> None:
-    # FORMULAS §6: at ε0 = 1, 0.3679 versus ε0·tanh(ε0/2) = 0.4621.
+    # Harrison–Manurangsi 2025: at ε0 = 1, 0.3679 versus ε0·tanh(ε0/2) = 0.4621.
     assert sdp.convert(sdp.Laplace(1.0), sdp.ZCDP).rho == approx(0.3679, abs=5e-5)
 
 
@@ -346,7 +347,7 @@ def test_certified_route_needs_finite_max_divergence() -> None:
 
 
 def _laplace_profile(e0: float) -> Callable[[float], mp.mpf]:
-    # FORMULAS §6 (checked against quadrature in test_guarantees)
+    # the hockey-stick integral (checked against quadrature in test_guarantees)
     def profile(e: float) -> mp.mpf:
         with mp.workdps(50):
             return max(mp.mpf(0), 1 - mp.exp((mp.mpf(e) - e0) / 2)) if e < math.inf else mp.mpf(0)
@@ -409,7 +410,7 @@ def test_every_route_is_valid(
     profile: Callable[[float], mp.mpf],
     target: type[sdp.Guarantee],
 ) -> None:
-    results = [h for _, h in conv.explain(g, target) if isinstance(h, sdp.Guarantee)]
+    results = [r.result for r in conv.explain(g, target).rows if r.result is not None]
     with contextlib.suppress(sdp.NotImplied):
         results.append(sdp.convert(g, target))
     for h in results:
@@ -469,7 +470,7 @@ def test_approx_dp_to_approx_zcdp_keeps_the_tight_profile() -> None:
 
 def test_gdp_to_approx_dp_and_rdp_to_approx_dp() -> None:
     got = conv.gdp_to_approx_dp(sdp.GDP(1.0), 1e-5)
-    assert got.epsilon_ == approx(4.377178, abs=5e-7)  # FORMULAS §5
+    assert got.epsilon_ == approx(4.377178, abs=5e-7)  # Dong–Roth–Su 2019 Cor 2.13
     assert got.epsilon_ == approx(mp_float(gaussian_epsilon(1.0, 1e-5)), rel=EXACT)
     orders = [1.5, 2.0, 4.0, 8.0, 16.0, 32.0]
     r = sdp.RDP(orders, [0.5 * a for a in orders])  # the Gaussian σ = 1 at these orders
@@ -548,11 +549,93 @@ def test_method_selects_a_route() -> None:
 
 
 def test_explain_lists_every_route_with_its_result() -> None:
-    pairs = conv.explain(sdp.PureDP(1.0), sdp.ZCDP)
-    assert [r.name for r, _ in pairs] == [r.name for r in conv.routes(sdp.PureDP(1.0), sdp.ZCDP)]
-    for route, result in pairs:
-        assert route.theorem
-        assert isinstance(result, sdp.ZCDP | sdp.SharpDPError)
+    ex = conv.explain(sdp.PureDP(1.0), sdp.ZCDP)
+    assert [r.name for r in ex.rows] == [r.name for r in conv.routes(sdp.PureDP(1.0), sdp.ZCDP)]
+    for row in ex.rows:
+        assert row.theorem
+        assert isinstance(row.result, sdp.ZCDP)
+        assert row.value == row.result.rho
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_explain_pure_dp_to_zcdp_winner_is_the_closed_form(eps: float) -> None:
+    # Steinke 2024 Thm 5: ρ = ε·tanh(ε/2), the winner; BS16 Prop 1.4's ε²/2 is listed, unranked,
+    # and so is BS16 Lemma 3.2's (ξ = ε, ρ = 0), whose ρ = 0 must not be taken for a winner.
+    ex = conv.explain(sdp.PureDP(eps), sdp.ZCDP)
+    assert ex.winner.name == "steinke24-thm5"
+    assert ex.winner.value == approx(eps * math.tanh(eps / 2), rel=1e-15)
+    rows = {r.name: r for r in ex.rows}
+    assert rows["bs16-prop1.4"].value == approx(eps * eps / 2, rel=1e-15)
+    assert not rows["bs16-prop1.4"].ranked
+    assert rows["bs16-lemma3.2"].value == 0.0
+    assert not rows["bs16-lemma3.2"].ranked
+    assert ex.runner_up is not None
+    assert ex.runner_up.value == approx(eps * math.tanh(eps / 2), rel=CERTIFIED_SLACK)
+    assert ex.winner.value == sdp.convert(sdp.PureDP(eps), sdp.ZCDP).rho
+    text = str(ex)
+    assert "PureDP(epsilon=" in text.splitlines()[0]
+    assert [line for line in text.splitlines() if line.startswith(" *")] == [
+        line for line in text.splitlines() if "steinke24-thm5" in line
+    ]
+
+
+def test_explain_other_targets_report_their_main_parameter() -> None:
+    # Harrison–Manurangsi 2025: Laplace with ε0 = 1 is (ε0 + e^{−ε0} − 1)-zCDP.
+    lap = conv.explain(sdp.Laplace(1.0), sdp.ZCDP)
+    assert lap.winner.name == "hm25"
+    assert lap.winner.value == approx(math.exp(-1.0), rel=1e-15)
+    # Cesar–Rogers 2021: η²/8, listed beside the certified (smaller) value.
+    br = conv.explain(sdp.BoundedRange(2.0), sdp.ZCDP)
+    assert {r.name: r.value for r in br.rows}["cr21"] == approx(0.5, rel=1e-15)
+    assert br.winner.name == "certified-rdp-sup"
+    assert br.winner.value == approx(0.474475, abs=5e-7)  # max KL y − 1 − log y, y = 2/(e² − 1)
+    # ε-DP → μ-GDP: μ = 2Φ⁻¹(e^ε/(1 + e^ε)) (Dong–Roth–Su 2019), 1.232035 at ε = 1.
+    gdp = conv.explain(sdp.PureDP(1.0), sdp.GDP)
+    assert gdp.quantity == "mu"
+    assert gdp.winner.value == approx(1.232035, abs=5e-7)
+    # RDP: D_α at the stated order; ε-DP's curve is randomized response's (Steinke 2024 Thm 4).
+    rdp = conv.explain(sdp.PureDP(1.0), sdp.RDP, alpha=3.0)
+    assert rdp.winner.value == approx(mp_float(rr_renyi(1.0, 3.0)), rel=1e-13)
+    assert "α = 3" in str(rdp)
+
+
+def test_explain_approx_dp_target_needs_delta_and_reports_epsilon() -> None:
+    with pytest.raises(sdp.InvalidParameter, match="delta"):
+        conv.explain(sdp.PureDP(1.0), sdp.ApproxDP)
+    with pytest.raises(sdp.InvalidParameter, match="delta"):
+        conv.explain(sdp.PureDP(1.0), sdp.ZCDP, delta=1e-6)
+    # ε-DP at δ: the RR profile inverted, ε′ = log(e^ε − δ(1 + e^ε)).
+    eps, delta = 1.0, 1e-3
+    ex = conv.explain(sdp.PureDP(eps), sdp.ApproxDP, delta=delta)
+    assert ex.winner.name == "own-profile"
+    want = math.log(math.exp(eps) - delta * (1 + math.exp(eps)))
+    assert ex.winner.value == approx(want, rel=1e-13)
+    # ρ-zCDP at δ = 1e-5: CKS20 Cor 13 1.91424 versus BS16 Lemma 3.5 ρ + 2√(ρ log 1/δ) = 2.24597.
+    z = {r.name: r.value for r in conv.explain(sdp.ZCDP(0.1), sdp.ApproxDP, delta=1e-5).rows}
+    assert z["cks20-cor13"] == approx(1.91424, abs=5e-6)
+    assert z["bs16-lemma3.5"] == approx(0.1 + 2 * math.sqrt(0.1 * math.log(1e5)), rel=1e-12)
+    # the Gaussian at δ = 1e-5: its exact profile (Balle–Wang 2018 Thm 8) beats every RDP route.
+    g = conv.explain(sdp.Gaussian(1.0), sdp.ApproxDP, delta=1e-5)
+    assert g.winner.name == "own-profile"
+    assert g.winner.value == approx(mp_float(gaussian_epsilon(1.0, 1e-5)), rel=1e-12)
+    assert all(r.value is not None and r.value >= g.winner.value for r in g.rows)
+    # an impossible route shows its reason
+    a = conv.explain(sdp.ApproxDP(1.0, 1e-6), sdp.ApproxDP, delta=1e-7)
+    assert all(r.value is None and r.note for r in a.rows)
+    with pytest.raises(sdp.NotImplied):
+        _ = a.winner
+
+
+@pytest.mark.parametrize(
+    ("g", "profile"), [(c[1], c[3]) for c in WORST_CASES], ids=[c[0] for c in WORST_CASES]
+)
+@pytest.mark.parametrize("delta", [1e-2, 1e-6])
+def test_every_approx_dp_route_is_valid(
+    g: sdp.Guarantee, profile: Callable[[float], mp.mpf], delta: float
+) -> None:
+    for row in conv.explain(g, sdp.ApproxDP, delta=delta).rows:
+        if row.value is not None:
+            assert mp_float(profile(row.value)) <= delta * (1 + 1e-9), row.name
 
 
 @pytest.mark.parametrize("method", ["nope", "", "Steinke24-Thm5"])

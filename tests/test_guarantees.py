@@ -1,8 +1,8 @@
 """Every guarantee's closed forms against an independent computation.
 
 Expected values come from ``tests/reference.py`` (enumeration of explicit distributions, mpmath
-quadrature, brute-force sup over t-grids, closed forms written from FORMULAS.md) or from numbers
-pinned in FORMULAS.md; never from sharpdp itself.
+quadrature, brute-force sup over t-grids, closed forms written from the cited papers) or from numbers
+published or re-derived there; never from sharpdp itself.
 
 Tolerances: quantities the library calls exact (RR, Laplace, Gaussian/GDP, bounded range, the
 (ε, δ)-DP profile) are checked two-sided at a relative 1e-9; bounds (zCDP → (ε, δ), RDP points)
@@ -101,7 +101,7 @@ def test_pure_dp_renyi_matches_rr_enumeration(eps: float, alpha: float) -> None:
 
 @pytest.mark.parametrize("eps", PURE_EPS)
 def test_pure_dp_kl_closed_form(eps: float) -> None:
-    # FORMULAS §1: KL(RR) = ε·tanh(ε/2); D_∞ = ε.
+    # Steinke 2024 Thm 5: KL(RR) = ε·tanh(ε/2); D_∞ = ε.
     with mp.workdps(50):
         close(sdp.PureDP(eps).renyi(1.0), mp.mpf(eps) * mp.tanh(mp.mpf(eps) / 2))
     assert sdp.PureDP(eps).renyi(math.inf) == eps
@@ -174,7 +174,7 @@ def test_laplace_profile_matches_quadrature(scale: float, sens: float, frac: flo
 def test_laplace_epsilon(scale: float, sens: float, delta: float) -> None:
     eps0 = sens / scale
     got = sdp.Laplace(scale, sens).epsilon(delta)
-    # FORMULAS §6 closed form ε(δ) = max(0, ε0 + 2 log(1 − δ)) ...
+    # the Laplace profile's closed form ε(δ) = max(0, ε0 + 2 log(1 − δ)) ...
     with mp.workdps(50):
         close(got, max(mp.mpf(0), eps0 + 2 * mp.log(1 - mp.mpf(delta))), abs_=1e-15)
     # ... and quadrature of the hockey-stick divergence at the returned ε gives back δ.
@@ -215,7 +215,7 @@ def test_laplace_zero_sensitivity_is_perfectly_private() -> None:
 # Gaussian mechanism and GDP
 # ----------------------------------------------------------------------------------------------
 
-# FORMULAS §5, all at δ = 1e-5 (re-derived by bisection on the closed form: 4.377178096,
+# Balle–Wang 2018 Thm 8, all at δ = 1e-5 (re-derived by bisection on the closed form: 4.377178096,
 # 0.7255217509, 9.997256146, 7.511275901). k-fold composition of σ is one Gaussian with σ/√k.
 PINNED_GAUSSIAN = [
     (1.0, 4.377178),
@@ -266,7 +266,7 @@ def test_gdp_and_gaussian_epsilon(mu: float, delta: float) -> None:
 @pytest.mark.parametrize(("sigma", "alpha"), [(1.0, 2.0), (2.0, 5.0), (0.5, 1.0), (1.0, 30.0)])
 def test_gaussian_renyi_matches_quadrature(sigma: float, alpha: float) -> None:
     want = gaussian_renyi_quad(sigma, alpha)
-    close(float(want), alpha / (2 * sigma**2), rel=1e-12)  # FORMULAS §5, E3
+    close(float(want), alpha / (2 * sigma**2), rel=1e-12)  # Bun–Steinke 2016 Lemma 2.4
     close(sdp.Gaussian(sigma).renyi(alpha), want)
     close(sdp.GDP(1.0 / sigma).renyi(alpha), want)
 
@@ -315,7 +315,7 @@ def test_bounded_range_epsilon_inverts_the_profile(eta: float, delta: float) -> 
 
 @pytest.mark.parametrize(("eta", "pinned"), [(0.5, 0.031142), (1.0, 0.123302), (2.0, 0.474475)])
 def test_bounded_range_max_kl(eta: float, pinned: float) -> None:
-    # FORMULAS §2: max_t KL(GRR_t) = y − 1 − log y, y = η/(e^η − 1); pinned to 6 decimals.
+    # derived: max_t KL(GRR_t) = y − 1 − log y, y = η/(e^η − 1); pinned to 6 decimals.
     grid = br_max_kl(eta)
     with mp.workdps(50):
         y = mp.mpf(eta) / mp.expm1(eta)
@@ -337,7 +337,7 @@ def test_bounded_range_contains_rr_half() -> None:
 
 
 def test_zcdp_pinned_cks20() -> None:
-    # FORMULAS §4: ρ = 0.1, δ = 1e-5: CKS20 1.91424 versus BS16 Lemma 3.5 2.24597.
+    # ρ = 0.1, δ = 1e-5: CKS20 1.91424 versus BS16 Lemma 3.5 2.24597.
     got = sdp.ZCDP(0.1).epsilon(1e-5)
     assert got == approx(1.91424, abs=5e-6)
     close(float(zcdp_cks20_epsilon(0.1, 1e-5)), 1.91424, rel=5e-6)

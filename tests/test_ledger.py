@@ -66,6 +66,8 @@ EXAMPLES: list[Guarantee] = [
     sdp.ReportNoisyMax(0.3, noise="laplace", monotonic=True),
     sdp.TopK(3, 0.2),
     sdp.TopK(1, 0.2, sensitivity=0.5, monotonic=True),
+    sdp.Quantile(1.0, q=0.5, bounds=(0.0, 700.0), cells=2**20, max_rows=1),
+    sdp.LimitDom(k=3, k_bar=5, epsilon=1.0, delta=1e-6),
     compose([(sdp.Gaussian(2.0), 3), sdp.Laplace(1.0)]),
     compose([compose([sdp.PureDP(0.1)]), (sdp.Exponential(0.2), 2)], adaptive=False),
 ]

@@ -4,10 +4,10 @@ Expected values never come from sharpdp. They are computed in this file or in ``
 
 * composed finite pairs (randomized response, pure DP, the four-point (ε, δ)-DP pair) by brute-force
   enumeration of every tuple of outcomes with mpmath: δ(ε) = Σ_y max(0, P(y) − e^ε Q(y));
-* the k-fold pure-DP profile by Kairouz–Oh–Viswanath / Murtagh–Vadhan's formula (FORMULAS §3a);
-* k-fold Gaussians by the closed form of √k·μ-GDP (FORMULAS §5) in mpmath;
-* the Laplace mechanism by FORMULAS §6, and the discrete Laplace/Gaussian by direct summation over
-  the integers;
+* the k-fold pure-DP profile by Kairouz–Oh–Viswanath / Murtagh–Vadhan's formula (KOV15 Thm 3.3; MV16 Thm 1.5);
+* k-fold Gaussians by the closed form of √k·μ-GDP (Dong–Roth–Su 2019 Cor 2.13, 3.3) in mpmath;
+* the Laplace mechanism by its closed-form profile (hockey-stick integral), and the discrete
+  Laplace/Gaussian by direct summation over the integers;
 * the FFT error bound against an exact DFT computed in extended precision.
 
 The contract checked everywhere: optimistic ≤ exact ≤ pessimistic (never below the exact value),
@@ -64,7 +64,7 @@ def product_pair(pairs: Sequence[tuple[Dist, Dist]]) -> tuple[Dist, Dist]:
 
 
 def kov_delta(eps0: float, k: int, eps: Any) -> Any:
-    """δ of k-fold ε0-DP at ε [KOV15 Thm 3.3; MV16 Thm 1.5], FORMULAS §3a."""
+    """δ of k-fold ε0-DP at ε [KOV15 Thm 3.3; MV16 Thm 1.5]."""
     e0 = mp.mpf(eps0)
     total = mp.mpf(0)
     for i in range(k + 1):
@@ -75,7 +75,8 @@ def kov_delta(eps0: float, k: int, eps: Any) -> Any:
 
 
 def laplace_delta(eps0: float, eps: Any) -> Any:
-    """FORMULAS §6: δ(ε) = 1 − e^{(ε−ε0)/2} on [−ε0, ε0], 0 above, 1 − e^ε below."""
+    """Laplace profile (hockey-stick integral): δ(ε) = 1 − e^{(ε−ε0)/2} on [−ε0, ε0], 0 above,
+    1 − e^ε below."""
     e0, e = mp.mpf(eps0), mp.mpf(eps)
     if e >= e0:
         return mp.mpf(0)

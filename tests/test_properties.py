@@ -221,7 +221,7 @@ def test_every_route_from_pure_dp_is_valid_for_rr(
     eps: float, target: type[sdp.Guarantee], frac: float, delta: float
 ) -> None:
     # RR(ε) is ε-DP, so whatever ε-DP is converted into must certify no less than RR's profile.
-    results = [h for _, h in conv.explain(sdp.PureDP(eps), target) if isinstance(h, target)]
+    results = [r.result for r in conv.explain(sdp.PureDP(eps), target).rows if r.result is not None]
     results.append(sdp.convert(sdp.PureDP(eps), target))
     exact_eps = float(invert_profile(lambda x: rr_delta(eps, x), delta))
     exact_delta = float(rr_delta(eps, frac * eps))

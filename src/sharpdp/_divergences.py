@@ -65,7 +65,8 @@ def rr_renyi(epsilon: float, alpha: float, categories: int = 2) -> float:
 def rr_delta(epsilon0: float, epsilon: float, categories: int = 2) -> float:
     """Exact privacy profile δ(ε), ε ≥ 0, of k-ary randomized response with parameter ε0.
 
-    δ(ε) = (e^{ε0} − e^ε)_+ / (e^{ε0} + k − 1)  [FORMULAS §7, hockey-stick divergence of the pair].
+    δ(ε) = (e^{ε0} − e^ε)_+ / (e^{ε0} + k − 1)  [the hockey-stick divergence Σ_y (P(y) − e^ε Q(y))_+ of
+    the pair, summed in closed form].
     For k = 2 it is the tight profile of every ε0-DP mechanism (Kairouz–Oh–Viswanath 2015).
     """
     if epsilon >= epsilon0:
@@ -97,7 +98,8 @@ def rr_epsilon(epsilon0: float, delta: float, categories: int = 2) -> float:
 def laplace_delta(epsilon0: float, epsilon: float) -> float:
     """Exact profile of the Laplace mechanism with ε0 = Δ/b: δ(ε) = 1 − e^{(ε−ε0)/2} on [0, ε0].
 
-    Derived from the hockey-stick integral of Lap(0, b) against Lap(Δ, b) [FORMULAS §6].
+    Derived from the hockey-stick integral of Lap(0, b) against Lap(Δ, b): the loss is
+    (|y − Δ| − |y|)/b, and integrating (p(y) − e^ε q(y))_+ over y < (Δ − bε)/2 gives the above.
     """
     if epsilon >= epsilon0:
         return 0.0
@@ -253,7 +255,7 @@ def br_delta(eta: float, epsilon: float) -> float:
     """Exact privacy profile of η-BR: δ(ε) = (1 − e^{(ε−η)/2})² / (1 − e^{−η}) for 0 ≤ ε ≤ η.
 
     The profile of GRR_t is p_t (e^t − e^ε)_+ for ε ≥ 0; maximising over t gives t* = (ε + η)/2
-    (the k = 1 case of Dong–Durfee–Rogers 2020 Thm 3, FORMULAS §3b). Tight: GRR_{t*} attains it.
+    (the k = 1 case of Dong–Durfee–Rogers 2020 Thm 3). Tight: GRR_{t*} attains it.
     """
     if epsilon >= eta:
         return 0.0

@@ -91,16 +91,19 @@ def convert(
                 f"unknown target {to!r}; choose from {', '.join(TARGETS)} or approx"
             )
         target, show = TARGETS[to]
-        best = sdp.convert(g, target)
+        sdp.convert(g, target)  # raises NotImplied (with the reason) when no route applies
+        explanation = conversions.explain(g, target)
+        winner = explanation.winner
         table = Table(title=f"{g!r} → {target.__name__}")
         for column in ("route", "theorem", "result", ""):
             table.add_column(column)
-        for route, result in conversions.explain(g, target):
-            if isinstance(result, SharpDPError):
-                table.add_row(route.name, route.theorem, f"[dim]{result}[/dim]", "")
+        for row in explanation.rows:
+            result = getattr(row, "result", None)
+            if result is None:
+                table.add_row(row.name, row.theorem, f"[dim]{row.note}[/dim]", "")
             else:
-                mark = "[bold green]sharpest[/]" if result == best else ""
-                table.add_row(route.name, route.theorem, show(result), mark)
+                mark = "[bold green]sharpest[/]" if row is winner else f"[dim]{row.note}[/dim]"
+                table.add_row(row.name, row.theorem, show(result), mark)
         console.print(table)
     except SharpDPError as err:
         console.print(f"[red]error:[/red] {err}")

@@ -4,7 +4,8 @@ Each conversion is a pure function named ``source_to_target`` whose docstring ci
 says which way it errs. :func:`convert` dispatches through a registry keyed by (source type, target
 type), walking the source's MRO (so mechanisms inherit the generic routes of :class:`Guarantee`),
 evaluates every default route that applies and returns the sharpest result. ``method=`` forces one
-named route; :func:`routes` lists them all with their values (the CLI prints it).
+named route; :func:`routes` lists them, and :func:`explain` evaluates them all: each route, its
+theorem and value, and the winner (the CLI prints it).
 
 Conversions to (ε, δ)-DP need one of ``delta=`` or ``epsilon=`` and use the guarantee's own
 ``epsilon``/``delta`` (which are already the minimum over all valid analyses).
@@ -15,10 +16,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from sharpdp import _divergences, _math, _tails, _validate
+from sharpdp._explain import Explanation, Row
 from sharpdp.errors import InvalidParameter, NoExplicitBound, NotImplied, SharpDPError
 from sharpdp.guarantees import (
     GDP,
@@ -33,14 +35,19 @@ from sharpdp.guarantees import (
 )
 
 __all__ = [
+    "ApproxRoute",
     "Route",
+    "RouteRow",
     "approx_dp_to_approx_zcdp",
+    "approx_routes",
     "bounded_range_to_pure_dp",
     "bounded_range_to_rdp",
     "bounded_range_to_zcdp",
     "convert",
+    "explain",
     "gdp_to_approx_dp",
     "gdp_to_zcdp",
+    "guarantee_to_approx_dp",
     "guarantee_to_pure_dp",
     "guarantee_to_rdp",
     "guarantee_to_zcdp_certified",
@@ -133,17 +140,157 @@ def _sharpness(g: Guarantee) -> tuple[float, ...]:
     return fn(g) if fn is not None else (0.0,)
 
 
+@dataclass(frozen=True)
+class RouteRow(Row):
+    """A row of :func:`explain`: a route, its value, and the guarantee it returned (if any)."""
+
+    route: Route | ApproxRoute | None = field(default=None, compare=False)
+    result: Guarantee | None = field(default=None, compare=False)
+
+
+#: The value :func:`explain` reports for each target type: (quantity, its value in a result).
+_MAIN_VALUE: dict[type[Guarantee], tuple[str, Callable[[Any], float]]] = {
+    PureDP: ("epsilon", lambda g: g.epsilon_),
+    ApproxDP: ("epsilon", lambda g: g.epsilon_),
+    ZCDP: ("rho", lambda g: g.rho),
+    ApproxZCDP: ("rho", lambda g: g.rho),
+    BoundedRange: ("eta", lambda g: g.eta),
+    GDP: ("mu", lambda g: g.mu),
+    MCDP: ("tau", lambda g: g.tau),
+}
+
+
+def _remark(g: Guarantee) -> str:
+    """The parameters of a result that its main value does not show."""
+    parts = []
+    if isinstance(g, ZCDP | ApproxZCDP) and g.xi != 0.0:
+        parts.append(f"xi={g.xi:.6g}")
+    if isinstance(g, ApproxZCDP):
+        parts.append(f"delta={g.delta_:.6g}")
+    if isinstance(g, MCDP):
+        parts.append(f"mu={g.mu:.6g}")
+    return ", ".join(parts)
+
+
 def explain(
-    source: Guarantee, target: type[Guarantee]
-) -> list[tuple[Route, Guarantee | SharpDPError]]:
-    """Run every applicable route; return (route, result or the library error it raised)."""
-    out: list[tuple[Route, Guarantee | SharpDPError]] = []
+    source: Guarantee,
+    target: type[Guarantee],
+    delta: float | None = None,
+    *,
+    alpha: float = 2.0,
+) -> Explanation:
+    """Every conversion route from ``source`` to ``target``: its theorem, its value, the winner.
+
+    One row per route registered for the source's type and its bases (:func:`routes`), in the
+    order :func:`convert` tries them; a route that does not apply shows why. The value is the
+    target's main parameter: ε for ``PureDP``, ρ for ``ZCDP``/``ApproxZCDP`` (ξ and δ in the
+    note when present), η for ``BoundedRange``, μ for ``GDP``, τ for ``MCDP``, D_α at the order
+    ``alpha`` for ``RDP``, and ε at ``delta`` for ``ApproxDP``. The winner (``*`` in
+    ``str(...)``) is the smallest value among the routes :func:`convert` tries by default; the
+    others are shown, unranked, with the ``method=`` that forces them. Each row's ``result`` is
+    the guarantee the route returned.
+
+    Args:
+        source: a guarantee or mechanism.
+        target: the guarantee type.
+        delta: for ``ApproxDP`` targets (required then), the δ at which ε is reported.
+        alpha: for ``RDP`` targets, the order at which each curve is reported.
+
+    Returns:
+        An :class:`~sharpdp._explain.Explanation` whose rows are :class:`RouteRow`.
+
+    Raises:
+        InvalidParameter: bad arguments (``delta`` missing for, or given to a target other than,
+            ``ApproxDP``).
+
+    Examples:
+        >>> import sharpdp as sdp
+        >>> ex = sdp.conversions.explain(sdp.PureDP(1.0), sdp.ZCDP)
+        >>> ex.winner.name, round(ex.winner.value, 6)  # ε·tanh(ε/2)
+        ('steinke24-thm5', 0.462117)
+    """
+    if not isinstance(source, Guarantee):
+        raise InvalidParameter(f"source must be a sharpdp guarantee or mechanism, got {source!r}")
+    if not (isinstance(target, type) and issubclass(target, Guarantee)):
+        raise InvalidParameter(f"target must be a guarantee type such as sdp.ZCDP, got {target!r}")
+    if target is ApproxDP:
+        if delta is None:
+            raise InvalidParameter(
+                "explaining a conversion to ApproxDP needs delta= (ε is reported at that δ)"
+            )
+        d = _validate.probability("delta", delta)
+        rows = [_approx_row(route, source, d) for route in approx_routes(source)]
+        title = f"{source!r} → ApproxDP: epsilon at δ = {d:g}"
+        return Explanation("epsilon", d, tuple(rows), title)
+    if delta is not None:
+        raise InvalidParameter("delta= applies only to ApproxDP targets")
+    if target is RDP:
+        a = _validate.order("alpha", alpha)
+        quantity: str = "renyi"
+        value: Callable[[Any], float] = lambda g: g.renyi(a)  # noqa: E731
+        title = f"{source!r} → RDP: D_α at α = {a:g}"
+    else:
+        quantity, value = _MAIN_VALUE.get(target, ("value", lambda g: math.nan))
+        title = f"{source!r} → {target.__name__}: {quantity}"
+    out = []
     for route in routes(source, target):
+        unranked = "" if route.default else f"not tried by default; method={route.name!r}"
         try:
-            out.append((route, route.function(source)))
+            result = route.function(source)
+            v = value(result)
         except SharpDPError as err:
-            out.append((route, err))
-    return out
+            out.append(RouteRow(route.name, route.theorem, None, str(err), False, route))
+            continue
+        note = "; ".join(x for x in (_remark(result), unranked) if x)
+        out.append(RouteRow(route.name, route.theorem, v, note, route.default, route, result))
+    return Explanation(quantity, None, tuple(out), title)
+
+
+def _approx_row(route: ApproxRoute, source: Guarantee, delta: float) -> RouteRow:
+    try:
+        result = route.function(source, delta)
+    except SharpDPError as err:
+        return RouteRow(route.name, route.theorem, None, str(err), False, route)
+    return RouteRow(route.name, route.theorem, result.epsilon_, "", True, route, result)
+
+
+# --- (ε, δ) routes: functions of (source, δ), listed by explain; convert uses the source's own ε(δ)
+
+
+@dataclass(frozen=True, slots=True)
+class ApproxRoute:
+    """A conversion to (ε, δ)-DP at a given δ: ``function(source, delta) -> ApproxDP``.
+
+    :func:`convert` with an ``ApproxDP`` target answers with the source's own ``epsilon(delta)``
+    (the ``own-profile`` route, already the minimum over its analyses); the others are listed by
+    :func:`explain` to show what each classical route would give.
+    """
+
+    name: str
+    source: type[Guarantee]
+    function: Callable[[Any, float], ApproxDP]
+    theorem: str
+
+
+_APPROX_REGISTRY: dict[type[Guarantee], list[ApproxRoute]] = {}
+
+
+def _register_approx(
+    source: type[G], *, name: str, theorem: str
+) -> Callable[[Callable[[G, float], ApproxDP]], Callable[[G, float], ApproxDP]]:
+    def decorate(function: Callable[[G, float], ApproxDP]) -> Callable[[G, float], ApproxDP]:
+        _APPROX_REGISTRY.setdefault(source, []).append(ApproxRoute(name, source, function, theorem))
+        return function
+
+    return decorate
+
+
+def approx_routes(source: Guarantee) -> list[ApproxRoute]:
+    """Every (ε, δ) route that applies to ``source`` (most specific source type first)."""
+    found: list[ApproxRoute] = []
+    for klass in type(source).__mro__:
+        found.extend(_APPROX_REGISTRY.get(klass, []))
+    return found
 
 
 def convert(
@@ -519,6 +666,9 @@ def bounded_range_to_rdp(g: BoundedRange) -> RDP:
 # --- zCDP, mCDP ----------------------------------------------------------------------------------
 
 
+@_register_approx(
+    ZCDP, name="cks20-cor13", theorem="Canonne–Kamath–Steinke 2020 Cor 13 (continuous α)"
+)
 def zcdp_to_approx_dp(g: ZCDP, delta: float) -> ApproxDP:
     """(ξ, ρ)-zCDP ⇒ (ε, δ)-DP, ε by CKS20 Cor 13 at the continuous optimal α.
 
@@ -533,6 +683,9 @@ def zcdp_to_approx_dp(g: ZCDP, delta: float) -> ApproxDP:
     return ApproxDP(_tails.zcdp_cks20_epsilon(g.rho, g.xi, d), d)
 
 
+@_register_approx(
+    ZCDP, name="bs16-lemma3.5", theorem="Bun–Steinke 2016 Lemma 3.5: ξ + ρ + 2√(ρ log 1/δ)"
+)
 def zcdp_to_approx_dp_bs16(g: ZCDP, delta: float) -> ApproxDP:
     """(ξ, ρ)-zCDP ⇒ (ξ + ρ + 2√(ρ log 1/δ), δ)-DP [Bun–Steinke 2016, Lemma 3.5] (loose)."""
     d = _validate.probability("delta", delta)
@@ -615,6 +768,7 @@ def _approx_dp_to_zcdp(g: ApproxDP) -> ZCDP:
 # --- GDP -----------------------------------------------------------------------------------------
 
 
+@_register_approx(GDP, name="drs19-cor2.13", theorem="Dong–Roth–Su 2019 Cor 2.13 (exact profile)")
 def gdp_to_approx_dp(g: GDP, delta: float) -> ApproxDP:
     """μ-GDP ⇒ (ε, δ)-DP with the exact profile [Dong–Roth–Su 2019, Cor 2.13]; ε errs upwards by
     at most 1e-13 relative (certified bisection)."""
@@ -636,8 +790,42 @@ def gdp_to_zcdp(g: GDP) -> ZCDP:
     return ZCDP(0.5 * g.mu * g.mu)
 
 
+@_register_approx(
+    RDP, name="cks20-prop12", theorem="Canonne–Kamath–Steinke 2020 Prop 12, optimised over α"
+)
 def rdp_to_approx_dp(g: RDP, delta: float) -> ApproxDP:
     """RDP curve ⇒ (ε, δ)-DP by CKS20 Prop 12, minimised over the curve's orders (or over
     continuous α for a function curve). Errs upwards (a bound; a finite order grid only loosens it)."""
     d = _validate.probability("delta", delta)
     return ApproxDP(g.epsilon(d), d)
+
+
+# --- generic (ε, δ) routes -----------------------------------------------------------------------
+
+
+@_register_approx(
+    Guarantee,
+    name="own-profile",
+    theorem="the source's own ε(δ): its exact profile where known, else its sharpest analysis",
+)
+def guarantee_to_approx_dp(g: Guarantee, delta: float) -> ApproxDP:
+    """(ε, δ)-DP with ε = ``g.epsilon(delta)`` — what :func:`convert` returns for ``ApproxDP``."""
+    d = _validate.probability("delta", delta)
+    eps = g.epsilon(d)
+    if math.isinf(eps):
+        raise NotImplied(f"{g!r} certifies no finite epsilon at delta={d!r}")
+    return ApproxDP(eps, d)
+
+
+@_register_approx(
+    Guarantee, name="via-zcdp", theorem="sharpest zCDP conversion, then CKS20 Cor 13 (classical)"
+)
+def _guarantee_to_approx_dp_via_zcdp(g: Guarantee, delta: float) -> ApproxDP:
+    return zcdp_to_approx_dp(convert(g, ZCDP), delta)
+
+
+@_register_approx(
+    Guarantee, name="via-rdp", theorem="the source's Rényi curve, then CKS20 Prop 12 over α"
+)
+def _guarantee_to_approx_dp_via_rdp(g: Guarantee, delta: float) -> ApproxDP:
+    return rdp_to_approx_dp(guarantee_to_rdp(g), delta)

@@ -19,10 +19,12 @@ with Canonne–Kamath–Steinke 2020 Prop 12, optimised over continuous α.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from sharpdp import _divergences, _math, _tails, _validate
 from sharpdp.errors import (
@@ -70,6 +72,47 @@ def _mix(delta: float, inner: float) -> float:
     return math.nextafter(value, math.inf) if delta > 0.0 and inner > 0.0 else value
 
 
+_REQUIRED = object()
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+_REPR_PARAMETERS: dict[type, tuple[tuple[str, str, object], ...]] = {}
+
+
+def _repr_parameters(cls: type) -> tuple[tuple[str, str, object], ...]:
+    """(parameter, attribute, default or ``_REQUIRED``) for each constructor parameter ``repr``
+    shows: a parameter ``x`` is stored as the dataclass field ``x`` or ``x_`` (``epsilon_``);
+    fields declared with ``repr=False`` and private parameters are left out. Cached per class."""
+    if cls not in _REPR_PARAMETERS:
+        _REPR_PARAMETERS[cls] = _find_repr_parameters(cls)
+    return _REPR_PARAMETERS[cls]
+
+
+def _find_repr_parameters(cls: type) -> tuple[tuple[str, str, object], ...]:
+    if not dataclasses.is_dataclass(cls):
+        return ()
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out = []
+    for p in inspect.signature(cls.__init__).parameters.values():
+        if p.name == "self" or p.name.startswith("_") or p.kind in _VARIADIC:
+            continue
+        attribute = p.name if p.name in fields else f"{p.name}_"
+        if attribute not in fields or not fields[attribute].repr:
+            continue
+        out.append((p.name, attribute, _REQUIRED if p.default is p.empty else p.default))
+    return tuple(out)
+
+
+def _same(value: object, default: object) -> bool:
+    """Whether a stored value equals a default (``False`` is not ``0``, nor ``True`` ``1``)."""
+    if isinstance(value, bool) != isinstance(default, bool):
+        return False
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):  # e.g. an array compared elementwise
+        return False
+
+
 def _checked(value: float, what: str, owner: object) -> float:
     if math.isnan(value):
         raise NumericalError(f"{what} of {owner!r} evaluated to NaN (a bug: please report it)")
@@ -80,12 +123,36 @@ class Guarantee:
     """Base class of every privacy guarantee (and of every mechanism, which is one).
 
     See the module docstring for the subclassing contract.
+
+    Representation: every subclass that does not define ``__repr__`` in its own body gets
+    :meth:`__repr__` below (installed by ``__init_subclass__``, so a ``@dataclass`` decorator does
+    not replace it). It shows the constructor's required parameters and only those optional ones
+    whose value differs from their default, e.g. ``Laplace(scale=2.0)``; a subclass whose default
+    is resolved at construction (the release grid of ``Laplace``) says so in :meth:`_repr_default`.
     """
 
     __slots__ = ()
 
     #: A short human name of the notion, used in tables.
     notion: ClassVar[str] = "guarantee"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__repr__" not in cls.__dict__:
+            cls.__repr__ = Guarantee.__repr__  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        shown = []
+        for parameter, attribute, default in _repr_parameters(type(self)):
+            value = getattr(self, attribute)
+            if default is not _REQUIRED and _same(value, self._repr_default(parameter, default)):
+                continue
+            shown.append(f"{parameter}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def _repr_default(self, parameter: str, default: object) -> object:
+        """The value a parameter left at ``default`` is stored as (hook for :meth:`__repr__`)."""
+        return default
 
     # -- public template methods ------------------------------------------------------------------
     def epsilon(self, delta: float) -> float:
@@ -189,9 +256,6 @@ class PureDP(Guarantee):
             self, "epsilon_", _validate.nonnegative("epsilon", epsilon, allow_inf=True)
         )
 
-    def __repr__(self) -> str:
-        return f"PureDP(epsilon={self.epsilon_!r})"
-
     def _renyi(self, alpha: float) -> float:
         return _divergences.rr_renyi(self.epsilon_, alpha)
 
@@ -227,9 +291,6 @@ class ApproxDP(Guarantee):
             self, "epsilon_", _validate.nonnegative("epsilon", epsilon, allow_inf=True)
         )
         object.__setattr__(self, "delta_", _validate.probability("delta", delta))
-
-    def __repr__(self) -> str:
-        return f"ApproxDP(epsilon={self.epsilon_!r}, delta={self.delta_!r})"
 
     def _renyi(self, alpha: float) -> float:
         return math.inf if self.delta_ > 0 else _divergences.rr_renyi(self.epsilon_, alpha)
@@ -321,9 +382,6 @@ class ApproxZCDP(Guarantee):
         object.__setattr__(self, "rho", inner.rho)
         object.__setattr__(self, "delta_", _validate.probability("delta", delta))
         object.__setattr__(self, "xi", inner.xi)
-
-    def __repr__(self) -> str:
-        return f"ApproxZCDP(rho={self.rho!r}, delta={self.delta_!r}, xi={self.xi!r})"
 
     @property
     def zcdp_part(self) -> ZCDP:
@@ -478,6 +536,11 @@ class RDP(Guarantee):
         ordered = sorted(best.items())
         object.__setattr__(self, "orders", tuple(a for a, _ in ordered))
         object.__setattr__(self, "epsilons", tuple(e for _, e in ordered))
+
+    def __repr__(self) -> str:
+        if self.function is not None:
+            return f"RDP.from_function({self.function!r})"
+        return f"RDP(orders={self.orders!r}, epsilons={self.epsilons!r})"
 
     @classmethod
     def from_function(cls, function: Callable[[float], float]) -> Self:

@@ -2,7 +2,7 @@
 
 Each mechanism's claimed guarantee must survive ``check()``; the audit's laws are checked against
 independent mpmath laws (``audit_reference``), and its key numbers against closed forms
-(FORMULAS §2, §9).
+(Rogers–Steinke 2021 Lemma 3; Durfee–Rogers 2021's permute-and-flip example).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_exponential_is_epsilon_bounded_range_on_all_vertex_neighbours(
     w = exact_many(m, score_neighbours(base))
     w.check().assert_ok()  # ε-BR, hence its RDP curve, profile, ε(δ)
     # The log-ratio is c(q − q′)_y + const with c = ε/2: spread ≤ 2cΔ = ε, attained when one
-    # score goes up and another down (FORMULAS §2).
+    # score goes up and another down (Rogers–Steinke 2021, Lemma 3).
     assert w.bounded_range() == pytest.approx(eps, rel=1e-13)
 
 
@@ -111,7 +111,8 @@ def test_selection_mechanisms_meet_their_claims(mechanism: object, base: list[fl
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
 def test_permute_and_flip_is_not_epsilon_bounded_range(eps: float) -> None:
-    # FORMULAS §9 (blog-topk): acceptance exp(ε(q − q*)) (monotone scores, Δ = 1) on q = (0, 0),
+    # Durfee–Rogers 2021 ("One-shot DP top-k mechanisms", differentialprivacy.org): acceptance
+    # exp(ε(q − q*)) (monotone scores, Δ = 1) on q = (0, 0),
     # q′ = (0, 1): the spread of the log-ratio is ε + ln(2 − e^{−ε}) > ε.
     expected = eps + math.log(2 - math.exp(-eps))
     for m in [

@@ -1,7 +1,8 @@
 """The exact audit's numbers against independent mpmath computations on explicit pairs.
 
 References: direct summation at 50 digits (``reference.renyi`` / ``reference.hockey_stick``), and
-closed forms of randomized response (FORMULAS §1, §7) and of the discrete Gaussian.
+closed forms of randomized response (Steinke 2024 Thm 4; its hockey-stick divergence) and of the
+discrete Gaussian.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def test_differing_supports() -> None:
 
 @pytest.mark.parametrize("eps0", [0.01, 0.5, 1.0, 3.0])
 def test_binary_randomized_response_closed_forms(eps0: float) -> None:
-    # FORMULAS §7: δ(ε) = (e^{ε0} − e^ε)/(1 + e^{ε0}) on [0, ε0]; KL = ε0·tanh(ε0/2); D_∞ = ε0;
+    # the hockey-stick divergence: δ(ε) = (e^{ε0} − e^ε)/(1 + e^{ε0}) on [0, ε0]; KL = ε0·tanh(ε0/2)
+    # (Steinke 2024 Thm 5); D_∞ = ε0;
     # range 2ε0; ε(δ) = log(e^{ε0} − δ(1 + e^{ε0})).
     with mp.workdps(50):
         e0 = mp.mpf(eps0)

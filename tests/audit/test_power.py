@@ -51,7 +51,8 @@ def test_laplace_with_half_the_claimed_scale() -> None:
 
 def test_permute_and_flip_claimed_as_bounded_range() -> None:
     # Report-noisy-max with exponential noise (= permute-and-flip) claimed ε-BR: its spread on
-    # (0, 0) vs (0, 1) is ε + ln(2 − e^{−ε}) = 1.490 (FORMULAS §9).
+    # (0, 0) vs (0, 1) is ε + ln(2 − e^{−ε}) = 1.490 (Durfee–Rogers 2021,
+    # "One-shot DP top-k mechanisms", differentialprivacy.org).
     rnm = sdp.ReportNoisyMax(1.0, noise="exponential", monotonic=True)
     r = sample(
         lambda x, size, rng: rnm.select(x, rng, size=size), [0.0, 0.0], [0.0, 1.0], N, rng=2024,

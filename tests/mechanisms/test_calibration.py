@@ -54,7 +54,7 @@ def test_laplace_pure_and_approximate() -> None:
     assert sdp.calibrate(sdp.Laplace, sdp.PureDP(0.5), sensitivity=3.0).scale == pytest.approx(
         6.0, rel=1e-11
     )
-    # FORMULAS §6: ε(δ) = ε0 + 2 log(1 − δ), so (ε, δ) needs ε0 = ε − 2 log(1 − δ)
+    # the Laplace profile inverted: ε(δ) = ε0 + 2 log(1 − δ), so (ε, δ) needs ε0 = ε − 2 log(1 − δ)
     m = sdp.calibrate(sdp.Laplace, sdp.ApproxDP(0.5, 0.01))
     assert 1.0 / m.scale == pytest.approx(0.5 - 2 * math.log(0.99), rel=1e-11)
     assert 1.0 / m.scale <= 0.5 - 2 * math.log(0.99)
@@ -62,7 +62,8 @@ def test_laplace_pure_and_approximate() -> None:
 
 def test_exponential_mechanism_targets() -> None:
     assert sdp.calibrate(sdp.Exponential, sdp.PureDP(0.7)).epsilon_ == pytest.approx(0.7, rel=1e-11)
-    # zCDP: the tight BR constant is the max KL y − 1 − log y, y = η/(e^η − 1) (FORMULAS §2) < η²/8,
+    # zCDP: the tight BR constant is the max KL y − 1 − log y, y = η/(e^η − 1) (the KL of GRR_t
+    # maximised over t) < η²/8,
     # so the calibrated ε exceeds √(8ρ).
     m = sdp.calibrate(sdp.Exponential, sdp.ZCDP(0.125))
     eta = m.epsilon_

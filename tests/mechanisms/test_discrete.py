@@ -7,7 +7,7 @@ Expected values come from brute force, computed independently of sharpdp:
   omitted mass is below 1e-40 of the quantity, and they are centred on the mass of P^α Q^{1−α}
   for large α. Both orders of the neighbouring pair are summed, and so are the smaller shifts
   d < Δ;
-* the continuum limits (FORMULAS §6: the Laplace profile 1 − e^{(ε−ε0)/2}) for tiny grids;
+* the continuum limits (the Laplace profile 1 − e^{(ε−ε0)/2}, the hockey-stick integral) for tiny grids;
 * the exact output law by chi-square goodness of fit on many draws with a fixed seed. The critical
   value ``chi2.isf(1e-6, dof)`` makes the false-failure rate ≤ 1e-6, and bins are merged until
   each expects ≥ 20 draws.
@@ -195,7 +195,7 @@ def test_discrete_laplace_is_exactly_eps0_dp(scale: Fraction | float, sens: int)
 
 
 def test_discrete_laplace_tends_to_laplace_on_a_fine_grid() -> None:
-    # scale t = Δ = 2^40: ε0 = 1 and the pair approaches Laplace's; FORMULAS §6:
+    # scale t = Δ = 2^40: ε0 = 1 and the pair approaches Laplace's (hockey-stick integral):
     # δ(ε) = 1 − e^{(ε − ε0)/2}, D_α from Mironov 2017 Prop 6, KL = ε0 + e^{−ε0} − 1.
     m = DiscreteLaplace(2**40, 2**40)
     for eps in (0.0, 0.3, 0.9):
@@ -472,7 +472,7 @@ def test_discrete_laplace_release_law(scale: Fraction | float) -> None:
     assert out.shape == (n,)
     q = math.exp(-1 / float(scale))
 
-    def pmf(k: int) -> float:  # P(7 + Z = k), Z discrete Laplace (closed form, FORMULAS-free)
+    def pmf(k: int) -> float:  # P(7 + Z = k), Z discrete Laplace (closed form)
         return (1 - q) / (1 + q) * q ** abs(k - 7)
 
     w = math.ceil(40 * float(scale))

@@ -133,7 +133,8 @@ def test_permute_and_flip_is_epsilon_dp_on_random_neighbours(trial: int) -> None
 
 @pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 2.0])
 def test_permute_and_flip_is_not_epsilon_bounded_range(eps: float) -> None:
-    # blog-topk's pair with acceptance exp(ε(q − q*)), i.e. c = ε: q = (0, 0), q′ = (0, 1).
+    # Durfee–Rogers 2021 ("One-shot DP top-k mechanisms", differentialprivacy.org)'s pair,
+    # acceptance exp(ε(q − q*)), i.e. c = ε: q = (0, 0), q′ = (0, 1).
     pf = sdp.PermuteAndFlip(eps, sensitivity=1.0, monotonic=True)
     _, spread = log_ratio_spread(pf.probabilities([0.0, 0.0]), pf.probabilities([0.0, 1.0]))
     assert spread == pytest.approx(eps + math.log(2 - math.exp(-eps)), rel=1e-12)
@@ -144,7 +145,9 @@ def test_permute_and_flip_is_not_epsilon_bounded_range(eps: float) -> None:
 
 
 def test_utility_bound_reproduces_the_seed_example() -> None:
-    # seed 004: 1,000 classes, ε = 0.5, 99% confidence → OPT − 2(ln 1000 + ln 100)/0.5 ≈ OPT − 46.
+    # Dwork–Roth 2014 Thm 3.11 as worked in Tramèr's ETH Zürich lecture notes
+    # (Privacy Enhancing Technologies FS2025, Thm 5): 1,000 classes, ε = 0.5, 99% confidence
+    # → OPT − 2(ln 1000 + ln 100)/0.5 ≈ OPT − 46.
     loss = sdp.Exponential(0.5).utility_bound(1000, 0.01)
     assert loss == pytest.approx(2 * (math.log(1000) + math.log(100)) / 0.5, rel=1e-14)
     assert round(loss) == 46

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TypeGuard
 from sharpdp import _validate
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.guarantees import GDP, ApproxDP, BoundedRange, Guarantee
+from sharpdp.mechanisms.base import Mechanism
 
 if TYPE_CHECKING:
     from sharpdp.mechanisms.additive import Gaussian
@@ -37,7 +38,21 @@ class Composed(Guarantee):
     items: Items
 
 
+def _components(item: Guarantee) -> Items | None:
+    """What ``item`` stands for when it is itself a composition: a :class:`Composed` guarantee's
+    items, or a mechanism's declared ``privacy_items()``; ``None`` for a single item."""
+    if isinstance(item, Composed):
+        return item.items
+    if isinstance(item, Mechanism):
+        declared = item.privacy_items()
+        if declared is not None:
+            return normalise(declared)
+    return None
+
+
 def normalise(items: Iterable[Item]) -> Items:
+    """``items`` as ``((item, count), ...)``: compositions expanded, equal items merged, zero counts
+    dropped. Raises :class:`~sharpdp.InvalidParameter` naming a malformed entry."""
     if isinstance(items, Guarantee):
         raise InvalidParameter(
             "items must be a sequence of guarantees; wrap a single one in a list"
@@ -50,12 +65,8 @@ def normalise(items: Iterable[Item]) -> Items:
             f"items must be a sequence of guarantees or (guarantee, count) pairs, got {items!r}"
         ) from None
     for entry in entries:
-        if isinstance(entry, Composed):
-            out.extend(entry.items)
-            continue
         if isinstance(entry, Guarantee):
-            out.append((entry, 1))
-            continue
+            entry = (entry, 1)
         if not (isinstance(entry, tuple) and len(entry) == 2):
             raise InvalidParameter(
                 f"items must be guarantees or (guarantee, count) pairs, got {entry!r}"
@@ -64,10 +75,11 @@ def normalise(items: Iterable[Item]) -> Items:
         if not isinstance(item, Guarantee):
             raise InvalidParameter(f"item must be a sharpdp guarantee or mechanism, got {item!r}")
         n = _validate.integer("count", count, minimum=0)
-        if isinstance(item, Composed):
-            out.extend((g, c * n) for g, c in item.items)
-        else:
+        parts = _components(item)
+        if parts is None:
             out.append((item, n))
+        else:
+            out.extend((g, c * n) for g, c in parts)
     merged: dict[Guarantee, int] = {}
     for g, c in out:
         if c > 0:
@@ -112,7 +124,6 @@ def log_ratio(value: float, target: float) -> float:
 
 
 def bounded_range(g: Guarantee) -> BoundedRange:
-    from sharpdp.mechanisms.base import Mechanism
 
     if isinstance(g, BoundedRange):
         return g

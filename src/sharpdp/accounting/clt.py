@@ -7,9 +7,10 @@ privacy loss small, the composition's trade-off function approaches that of μ-G
 
 where KL_i = E_P[L_i] and Var_i = Var_P(L_i) are the mean and variance of item i's privacy loss
 L_i = log(dP_i/dQ_i) under the dominating pair (P_i, Q_i). It is a *limit* statement: at finite k
-the true ε(δ) can be larger or smaller (FORMULAS §8: it is conservative for pure DP at small k
-and very accurate for bounded range). So sharpdp offers it as :class:`CLTEstimate`, which is not
-a :class:`~sharpdp.Guarantee`: it cannot be spent, composed or compared as one.
+the true ε(δ) can be larger or smaller (compared with the exact optima of Kairouz–Oh–Viswanath
+2015 and Dong–Durfee–Rogers 2020 in ``tests/test_clt.py``, it is conservative for pure DP at
+small k and very accurate for bounded range). So sharpdp offers it as :class:`CLTEstimate`, which
+is not a :class:`~sharpdp.Guarantee`: it cannot be spent, composed or compared as one.
 
 Moments per item (closed forms; ε0 the item's pure-DP parameter):
 

@@ -11,7 +11,8 @@ theorem. Each analysis is a valid upper bound on its own, so the minimum is one 
 * ``kov``: the optimal composition of k (ε0, δ0)-DP mechanisms [Kairouz–Oh–Viswanath 2015,
   Thm 3.3; Murtagh–Vadhan 2016], valid adaptively, computed in log space;
 * ``ddr20``: the optimal composition of k η-bounded-range mechanisms [Dong–Durfee–Rogers 2020,
-  Thm 3] — only with ``adaptive=False``, since it is the non-adaptive optimum (FORMULAS §3b);
+  Thm 3] — only with ``adaptive=False``, since it is the non-adaptive optimum (Dong–Durfee–Rogers
+  2020 show that adaptivity can cost more);
 * ``rdp``: the sum of the items' exact Rényi curves (Mironov 2017, Prop 1), converted by CKS20
   Prop 12 over continuous α (``Guarantee``'s generic routes);
 * ``zcdp``: zCDP additivity (BS16 Lemma 2.3) with the CKS20 conversion;
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from sharpdp import _validate
+from sharpdp._explain import Explanation, Row
 from sharpdp.accounting import analyses as _analyses  # noqa: F401  (registers every analysis)
 from sharpdp.accounting._items import Composed, Item, Items, normalise
 from sharpdp.accounting.analyses.rdp import RDPSum
@@ -37,51 +39,6 @@ if TYPE_CHECKING:
     from sharpdp.accounting.clt import CLTEstimate
 
 __all__ = ["Analysis", "Composition", "Explanation", "Row", "compose", "max_compositions"]
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of an explanation: the analysis, its value (or why it does not apply)."""
-
-    name: str
-    theorem: str
-    value: float | None
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """Every analysis tried, its value, and the winner (smallest value)."""
-
-    quantity: str  # "epsilon" or "delta"
-    at: float
-    rows: tuple[Row, ...]
-
-    @property
-    def winner(self) -> Row:
-        valid = [r for r in self.rows if r.value is not None]
-        if not valid:
-            raise NotImplied("no analysis applies")
-        return min(valid, key=lambda r: r.value if r.value is not None else math.inf)
-
-    @property
-    def runner_up(self) -> Row | None:
-        valid = sorted(
-            (r for r in self.rows if r.value is not None and r is not self.winner),
-            key=lambda r: r.value if r.value is not None else math.inf,
-        )
-        return valid[0] if valid else None
-
-    def __str__(self) -> str:
-        given = "δ" if self.quantity == "epsilon" else "ε"
-        lines = [f"{self.quantity} at {given} = {self.at:g}:"]
-        win = self.winner if any(r.value is not None for r in self.rows) else None
-        for r in self.rows:
-            mark = "*" if r is win else " "
-            val = f"{r.value:.6g}" if r.value is not None else "n/a"
-            extra = f"  ({r.note})" if r.note else ""
-            lines.append(f" {mark} {r.name:<9} {val:>12}  {r.theorem}{extra}")
-        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -218,6 +175,13 @@ class Composition(Composed):
     def _renyi(self, alpha: float) -> float:
         return RDPSum(self.items)._renyi(alpha)
 
+    def _group(self, k: int) -> Composition:
+        # Each item's group guarantee bounds it on inputs k apart; every analysis composes bounds
+        # that hold for one pair of inputs, so the composition of the groups is valid for the pair.
+        # Raises NotImplied (naming the item) when an item has no group bound.
+        grouped = tuple((g.group(k), n) for g, n in self.items)
+        return Composition(normalise(grouped), self.adaptive, self.accuracy)
+
     def clt_estimate(self) -> CLTEstimate:
         """The central-limit μ-GDP *estimate* of this composition (not a guarantee; see
         :func:`sharpdp.accounting.clt.clt_estimate`). Its ``epsilon(delta)`` is an approximation that may
@@ -245,7 +209,7 @@ def compose(items: Iterable[Item], adaptive: bool = True, *, accuracy: float = 1
     Example:
         >>> import sharpdp as sdp
         >>> c = sdp.compose([(sdp.Gaussian(5.0), 100)])
-        >>> round(c.epsilon(1e-5), 6)  # exactly σ = 0.5 (FORMULAS §5)
+        >>> round(c.epsilon(1e-5), 6)  # exactly σ = 0.5: √k·μ-GDP (Dong–Roth–Su 2019, Cor 3.3)
         9.997256
     """
     if not isinstance(adaptive, bool):
@@ -260,7 +224,8 @@ def max_compositions(item: Guarantee, budget: Guarantee, adaptive: bool = True) 
     """The largest k such that k copies of ``item`` fit ``budget`` (``ApproxDP`` or ``PureDP``).
 
     Example: exponential mechanisms at ε0 = 0.025 within (1, 1e-6): 359 non-adaptively (DDR20)
-    against 26 by the classical 2ε0-DP analysis (FORMULAS §8).
+    against 26 by the classical 2ε0-DP analysis (Kairouz–Oh–Viswanath 2015, Thm 3.3, on
+    2ε0-DP items) — the gain Dong–Durfee–Rogers 2020 (Thm 3) make possible.
     """
     if not isinstance(item, Guarantee):
         raise InvalidParameter(f"item must be a sharpdp guarantee or mechanism, got {item!r}")

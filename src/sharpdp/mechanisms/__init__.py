@@ -4,6 +4,8 @@ from sharpdp.mechanisms.additive import Gaussian, Laplace
 from sharpdp.mechanisms.base import Mechanism
 from sharpdp.mechanisms.calibration import calibrate
 from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
+from sharpdp.mechanisms.limited_domain import LimitDom
+from sharpdp.mechanisms.quantile import Quantile
 from sharpdp.mechanisms.randomized_response import RandomizedResponse
 from sharpdp.mechanisms.selection import Exponential, PermuteAndFlip, ReportNoisyMax, TopK
 
@@ -13,8 +15,10 @@ __all__ = [
     "Exponential",
     "Gaussian",
     "Laplace",
+    "LimitDom",
     "Mechanism",
     "PermuteAndFlip",
+    "Quantile",
     "RandomizedResponse",
     "ReportNoisyMax",
     "TopK",

@@ -32,6 +32,25 @@ compute *that function exactly* instead of an approximation of it:
 So the released indices have *exactly* the law of the ideal mechanism on real numbers; floating
 point only decides how quickly we can tell. The one assumption is that the platform's float64
 logarithm is accurate to within 2¹⁰ ulps (glibc's and numpy's are within a few ulps).
+
+**Multiplicities** (Gumbel noise only). A candidate may stand for n_r ≥ 1 identical copies (e.g. the
+grid cells of one interval of the quantile mechanism): its value is a_r + ln n_r + G_r. Since
+P[max of n iid Gumbels ≤ x] = exp(−e^{−x})ⁿ = exp(−e^{−(x − ln n)}), the maximum of n_r iid
+Gumbels *is* ln n_r + G_r in law, so the race picks r with probability n_r e^{a_r}/Σ_s n_s e^{a_s}
+(the exponential mechanism with weights n_r), and its top-k is peeling over the weighted
+candidates. ln n_r is irrational, so it is handled like F⁻¹: a float value inside the certified
+interval (its error, < 2⁻⁵³ + 2⁻⁴²·ln n_r, is covered by ``_TAU`` once |ln n_r| joins the scale)
+and a correctly rounded ``Decimal.ln`` in the exact stage.
+
+**Offsets with an error bound.** Callers whose offsets are not of the form c·(q_r − max q) with
+float q (the quantile and limited-domain mechanisms) give float approximations together with an
+absolute error bound ``slack`` and the exact rational offsets; ``slack`` widens every interval.
+
+**Speed (one draw over many candidates).** Most candidates cannot reach the top k, and deciding
+that does not need their upper end point: a first pass computes only v_r = a_r + F⁻¹(U_lo) in
+float (two logarithms, like numpy's float Gumbel) and keeps a candidate only if v_r is within a
+certified margin of the k-th largest v, or its uniform is in the outer 2⁻²⁰ of (0, 1) where F⁻¹
+is steep; rigorous intervals are computed for the kept few (see :func:`_filter_margin`).
 """
 
 from __future__ import annotations
@@ -70,13 +89,24 @@ class Offsets:
     Attributes:
         approx: float64 values of a_r (``-inf`` only if the float product overflowed; the
             candidate is still live and its exact value is used when it matters).
-        index: the original index of each live candidate.
+        index: the original index of each live candidate (``None``: position i is index i).
         exact: a_r as a Fraction for candidate position i (position in ``approx``).
+        slack: an absolute bound on |approx − a_r| beyond the error model of ``_TAU`` (0 for
+            offsets made by :func:`offsets`; callers with other offsets certify their own).
+        counts: multiplicities n_r ≥ 1 (int64, one per position; ``None``: all 1). Gumbel only.
     """
 
     approx: FloatArray
-    index: IntArray
+    index: IntArray | None
     exact: Callable[[int], Fraction]
+    slack: float = 0.0
+    counts: IntArray | None = None
+
+    def original(self, positions: IntArray) -> IntArray:
+        """The original indices of candidate positions."""
+        if self.index is None:
+            return np.asarray(positions, dtype=np.int64)
+        return np.asarray(self.index[positions], dtype=np.int64)
 
 
 def offsets(q: FloatArray, c_num: Fraction | None) -> Offsets:
@@ -84,29 +114,44 @@ def offsets(q: FloatArray, c_num: Fraction | None) -> Offsets:
 
     c = ∞ (sensitivity 0) keeps only the maxima, with offset 0: a uniform choice among them.
     """
-    live = np.flatnonzero(~np.isneginf(q))
-    ql = q[live]
+    live: IntArray | None
+    if np.isneginf(np.min(q)):
+        live = np.flatnonzero(~np.isneginf(q)).astype(np.int64)
+        ql = q[live]
+    else:  # nothing excluded: no copy, positions are indices
+        live, ql = None, q
     top = float(np.max(ql))
     if c_num is None:
-        keep = ql == top
-        live, ql = live[keep], ql[keep]
-        return Offsets(np.zeros(ql.size), live.astype(np.int64), lambda i: Fraction(0))
+        keep = np.flatnonzero(ql == top).astype(np.int64)
+        chosen = keep if live is None else live[keep]
+        return Offsets(np.zeros(chosen.size), chosen, lambda i: Fraction(0))
     try:
         c_float = float(c_num)
     except OverflowError:  # c beyond the float range (e.g. ε/Δ with a subnormal Δ)
         c_float = math.inf
     with np.errstate(over="ignore", invalid="ignore"):
-        approx = np.asarray(c_float * (ql - top), dtype=np.float64)
-    approx[np.isnan(approx)] = 0.0  # c = 0 with an overflowed difference: the offset is 0
+        approx = np.subtract(ql, top, dtype=np.float64)
+        np.multiply(approx, c_float, out=approx)
+    if c_float == 0.0 or math.isinf(c_float):
+        approx[np.isnan(approx)] = 0.0  # c = 0 with an overflowed difference: the offset is 0
     top_exact = Fraction(top)
 
     def exact(i: int) -> Fraction:
         return c_num * (Fraction(float(ql[i])) - top_exact)
 
-    return Offsets(approx, live.astype(np.int64), exact)
+    return Offsets(approx, live, exact)
 
 
 # -- float stage -----------------------------------------------------------------------------------
+
+#: Uniforms U ∈ [w·2⁻⁵³, (w + 1)·2⁻⁵³) with 2³³ ≤ w < 2⁵³ − 2³³ (u within 2⁻²⁰ of neither end) are
+#: "tame": there, for each noise, F⁻¹ has slope ≤ 2²⁰ (Gumbel: 1/(u·(−ln u)) ≤ 2²⁰/13.8 at the
+#: lower end and ≈ 2²⁰ at the upper; exponential: 1/(1 − u) ≤ 2²⁰; Laplace: ≤ 2¹⁹), so
+#: F⁻¹(U_hi) − F⁻¹(U_lo) ≤ 2⁻⁵³·2²⁰ = 2⁻³³, and |F⁻¹| ≤ 20·ln 2 < 14.
+_TAME_LO = 1 << 33
+_TAME_SPAN = (1 << _BITS0) - (1 << 34)
+_TAME_WIDTH = 2.0**-33
+_TAME_NOISE = 14.0
 
 
 def _quantile(noise: Noise, u: FloatArray) -> FloatArray:
@@ -122,18 +167,45 @@ def _quantile(noise: Noise, u: FloatArray) -> FloatArray:
         return np.asarray(np.where(lower, logs, -logs), dtype=np.float64)
 
 
+def _quantile_inplace(noise: Noise, u: FloatArray) -> FloatArray:
+    """``_quantile(noise, u)`` computed in the buffer ``u`` (same values, operation by operation)."""
+    with np.errstate(divide="ignore"):
+        if noise == "gumbel":
+            np.log(u, out=u)
+            np.negative(u, out=u)
+            np.log(u, out=u)
+            return np.negative(u, out=u)
+        if noise == "exponential":
+            np.subtract(1.0, u, out=u)
+            np.log(u, out=u)
+            return np.negative(u, out=u)
+    return _quantile(noise, u)
+
+
 def _intervals(
-    noise: Noise, a: FloatArray, words: IntArray
+    noise: Noise,
+    a: FloatArray,
+    words: IntArray,
+    slack: float = 0.0,
+    logw: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
-    """Rigorous [lo, hi] for a + F⁻¹(U) with U ∈ [w·2⁻⁵³, (w + 1)·2⁻⁵³)."""
+    """Rigorous [lo, hi] for a + ln n + F⁻¹(U) with U ∈ [w·2⁻⁵³, (w + 1)·2⁻⁵³).
+
+    ``slack`` bounds the offsets' error beyond the ``_TAU`` model; ``logw`` are float values of
+    ln n (their error and the extra rounding of the three-term sum are within ``_TAU``·scale).
+    """
     u_lo = np.asarray(words * 2.0**-_BITS0, dtype=np.float64)  # exact: words < 2⁵³
     u_hi = np.asarray((words + 1) * 2.0**-_BITS0, dtype=np.float64)
     n_lo, n_hi = _quantile(noise, u_lo), _quantile(noise, u_hi)
     a_hi = np.maximum(a, -_HUGE)  # an overflowed offset is still ≥ −inf and ≤ −DBL_MAX
     with np.errstate(invalid="ignore", over="ignore"):
         scale = 1.0 + np.abs(a_hi) + np.maximum(np.abs(n_lo), np.abs(n_hi))
-        lo = a + n_lo - _TAU * scale
-        hi = a_hi + n_hi + _TAU * scale
+        if logw is not None:
+            scale = scale + np.abs(logw)
+            n_lo = n_lo + logw
+            n_hi = n_hi + logw
+        lo = a + n_lo - _TAU * scale - slack
+        hi = a_hi + n_hi + _TAU * scale + slack
     lo[np.isnan(lo)] = -np.inf  # −inf offset plus +inf noise: unknown from below
     hi[np.isnan(hi)] = np.inf
     return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
@@ -145,6 +217,25 @@ def _kth_largest(x: FloatArray, k: int) -> float:
     if k == 1:
         return float(np.max(x))
     return float(np.partition(x, x.size - k)[x.size - k])
+
+
+def _filter_margin(t: float, slack: float) -> float:
+    """M such that dropping tame candidates with v = fl(a + F⁻¹(U_lo)) < t − M is safe.
+
+    Here t is either the k-th largest v of tame candidates or a certified lower bound (a lo) of
+    k candidates. Claim: a tame candidate i with v_i < t − M has hi_i < lo_j for each of those k
+    candidates j, so it cannot be in the top k. Proof: with the interval of :func:`_intervals`,
+    s = 1 + |a| + max|n| and the float rounding of v (≤ 2⁻⁵³|v|), a tame candidate has
+    hi − v ≤ H(a) and v − lo ≤ H(a), H(a) = 2⁻³³ + 2τ(16 + |a|) + 2⁻⁵²(|a| + 15) + slack
+    (2⁻³³ bounds F⁻¹(U_hi) − F⁻¹(U_lo), 14 bounds |F⁻¹|). A candidate j with v_j ≥ t has
+    a_j ≥ t − 15, so |a_j| ≤ A = |t| + 45 (offsets are ≤ 0); the same holds for i unless
+    a_i < −A, and then hi_i ≤ a_i(1 − 2τ) + 15 + slack < t − 29 + slack, below every lo_j ≥ t − 1
+    − slack. Otherwise hi_i < t − M + H(a_i) ≤ t − H(a_j) ≤ lo_j as M ≥ 2H(A) (plus the rounding
+    of t − M). Valid for τ ≤ 2⁻³⁰ (the caller checks).
+    """
+    big_a = abs(t) + 45.0
+    h = _TAME_WIDTH + 2.0 * _TAU * (16.0 + big_a) + 2.0**-52 * (big_a + 15.0) + slack
+    return 2.0 * h * (1.0 + 2.0**-40) + 2.0**-50 * abs(t)
 
 
 # -- exact stage -----------------------------------------------------------------------------------
@@ -186,10 +277,12 @@ def _refine(cand: _Candidate, noise: Noise, off: Offsets, rng: np.random.Generat
         u_hi = Decimal(cand.numerator + 1) / scale
         exact = off.exact(cand.position)
         a = Decimal(exact.numerator) / Decimal(exact.denominator)
+        if off.counts is not None:  # + ln n_r, correctly rounded (n_r < 2⁶³ is exact here)
+            a += Decimal(int(off.counts[cand.position])).ln()
         n_lo, n_hi = _decimal_quantile(noise, u_lo), _decimal_quantile(noise, u_hi)
-        # Each correctly rounded operation errs by ≤ ½ ulp (relative 10^(1−prec)); at most five
+        # Each correctly rounded operation errs by ≤ ½ ulp (relative 10^(1−prec)); at most seven
         # per end point, each carried with gain ≤ 1 into the absolute error of a + F⁻¹(u)
-        # (d ln(x) = dx/x turns a relative error into an absolute one).
+        # (d ln(x) = dx/x turns a relative error into an absolute one). a ≤ |offset| + ln n_r.
         slack = Decimal(10) ** (5 - ctx.prec)
         margin = slack * (1 + sum(abs(v) for v in (a, n_lo, n_hi) if v.is_finite()))
         cand.lo = a + n_lo - margin if n_lo.is_finite() else n_lo
@@ -213,7 +306,8 @@ def _resolve(
         cands = [c for c in cands if c.hi >= threshold]
         ranked = _order_if_determined(cands, k)
         if ranked is not None:
-            return [int(off.index[c.position]) for c in ranked]
+            chosen = off.original(np.array([c.position for c in ranked], dtype=np.int64))
+            return [int(i) for i in chosen]
         for c in cands:
             overlaps = any(o is not c and o.lo <= c.hi and c.lo <= o.hi for o in cands)
             if overlaps:
@@ -232,9 +326,46 @@ def _candidates(
 # -- drivers ---------------------------------------------------------------------------------------
 
 
+def _log_counts(off: Offsets) -> FloatArray | None:
+    if off.counts is None:
+        return None
+    return np.asarray(np.log(off.counts.astype(np.float64)), dtype=np.float64)
+
+
+def _block_survivors(
+    noise: Noise,
+    a: FloatArray,
+    words: IntArray,
+    k: int,
+    pool_threshold: float,
+    slack: float,
+    buffer: FloatArray,
+) -> IntArray:
+    """Positions (in the block) that may be in the top k: see :func:`_filter_margin`."""
+    v = buffer[: a.size]
+    np.multiply(words, 2.0**-_BITS0, out=v)  # exact: words < 2⁵³
+    v = _quantile_inplace(noise, v)
+    with np.errstate(invalid="ignore"):
+        np.add(v, a, out=v)
+    wild = np.flatnonzero((words - _TAME_LO).view(np.uint64) >= _TAME_SPAN)
+    if wild.size:
+        v[wild] = -np.inf  # wild candidates are kept, and play no part in the threshold
+    t = max(_kth_largest(v, k), pool_threshold)
+    if math.isinf(t):
+        return np.arange(a.size, dtype=np.int64)
+    with np.errstate(invalid="ignore"):
+        keep = np.flatnonzero(v >= t - _filter_margin(t, slack))
+    if wild.size:
+        keep = np.union1d(keep, wild)
+    return keep.astype(np.int64)
+
+
 def _race_one(off: Offsets, k: int, noise: Noise, rng: np.random.Generator) -> list[int]:
     """One draw, streaming over blocks of candidates (memory O(block))."""
     n = off.approx.size
+    logw = _log_counts(off)
+    fast = logw is None and _TAU <= 2.0**-30 and n > 4 * k
+    buffer = np.empty(min(n, _BLOCK)) if fast else np.empty(0)
     pool_pos = np.empty(0, dtype=np.int64)
     pool_words = np.empty(0, dtype=np.int64)
     pool_lo = np.empty(0)
@@ -242,10 +373,18 @@ def _race_one(off: Offsets, k: int, noise: Noise, rng: np.random.Generator) -> l
     for start in range(0, n, _BLOCK):
         a = off.approx[start : start + _BLOCK]
         words = rng.integers(0, 1 << _BITS0, size=a.size, dtype=np.int64)
-        lo, hi = _intervals(noise, a, words)
+        if fast:
+            sel = _block_survivors(
+                noise, a, words, k, _kth_largest(pool_lo, k), off.slack, buffer
+            )
+            a, words, offset = a[sel], words[sel], sel + start
+        else:
+            offset = np.arange(start, start + a.size, dtype=np.int64)
+        w = None if logw is None else logw[offset]
+        lo, hi = _intervals(noise, a, words, off.slack, w)
         threshold = max(_kth_largest(lo, k), _kth_largest(pool_lo, k))
         keep = np.flatnonzero(hi >= threshold)
-        pool_pos = np.concatenate([pool_pos, keep + start])
+        pool_pos = np.concatenate([pool_pos, offset[keep]])
         pool_words = np.concatenate([pool_words, words[keep]])
         pool_lo = np.concatenate([pool_lo, lo[keep]])
         pool_hi = np.concatenate([pool_hi, hi[keep]])
@@ -256,7 +395,7 @@ def _race_one(off: Offsets, k: int, noise: Noise, rng: np.random.Generator) -> l
     if pool_pos.size == k:
         order = np.argsort(-pool_lo, kind="stable")
         if np.all(pool_lo[order[:-1]] > pool_hi[order[1:]]):
-            return [int(off.index[p]) for p in pool_pos[order]]
+            return [int(i) for i in off.original(pool_pos[order])]
     return _resolve(_candidates(pool_pos, pool_words, pool_lo, pool_hi), k, noise, off, rng)
 
 
@@ -267,7 +406,9 @@ def _race_rows(
     n = off.approx.size
     out = np.empty((rows, k), dtype=np.int64)
     words = rng.integers(0, 1 << _BITS0, size=(rows, n), dtype=np.int64)
-    lo, hi = _intervals(noise, np.broadcast_to(off.approx, (rows, n)), words)
+    logw = _log_counts(off)
+    w = None if logw is None else np.broadcast_to(logw, (rows, n))
+    lo, hi = _intervals(noise, np.broadcast_to(off.approx, (rows, n)), words, off.slack, w)
     if k == 1:
         top = np.argmax(lo, axis=1)[:, None]
     else:
@@ -279,7 +420,7 @@ def _race_rows(
     in_doubt = (hi >= top_lo[:, -1:]).sum(axis=1) != k
     if k > 1:
         in_doubt |= np.any(top_lo[:, :-1] <= top_hi[:, 1:], axis=1)
-    out[:] = off.index[top]
+    out[:] = off.original(top.reshape(-1)).reshape(rows, k)
     for row in np.flatnonzero(in_doubt):
         keep = np.flatnonzero(hi[row] >= top_lo[row, -1])
         cands = _candidates(keep, words[row, keep], lo[row, keep], hi[row, keep])
@@ -290,7 +431,13 @@ def _race_rows(
 def race(
     off: Offsets, k: int, noise: Noise, rng: np.random.Generator, size: int | None
 ) -> IntArray:
-    """The ordered top-k indices of a_r + F⁻¹(U_r), exactly; shape (k,) or (size, k)."""
+    """The ordered top-k indices of a_r + ln n_r + F⁻¹(U_r), exactly; shape (k,) or (size, k).
+
+    Raises:
+        ValueError: multiplicities with a noise other than Gumbel (an internal misuse).
+    """
+    if off.counts is not None and noise != "gumbel":
+        raise ValueError("multiplicities are defined for Gumbel noise only")
     if size is None:
         return np.asarray(_race_one(off, k, noise, rng), dtype=np.int64)
     n = max(1, off.approx.size)

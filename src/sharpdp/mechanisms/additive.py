@@ -47,6 +47,15 @@ class _OnGrid:
         """Δ_eff = γ⌈Δ/γ⌉, the sensitivity of the query rounded to the release grid."""
         return _grid.effective_sensitivity(self.sensitivity, self._step)
 
+    def _noise_scale(self) -> float:
+        raise NotImplementedError
+
+    def _repr_default(self, parameter: str, default: object) -> object:
+        # granularity=None is stored as the automatic grid it resolves to: omit that one from reprs
+        if parameter == "granularity" and default is None:
+            return _grid.auto_granularity(self._noise_scale(), self.sensitivity)
+        return default
+
     @property
     def _step(self) -> float:
         assert self.granularity is not None  # resolved in __post_init__
@@ -69,8 +78,9 @@ class Laplace(_OnGrid, Mechanism):
     """The Laplace mechanism: releases f(x) + Lap(scale), density ∝ exp(−|y − f(x)|/scale).
 
     With ε0 = Δ_eff/scale it is ε0-DP; its exact profile is δ(ε) = 1 − e^{(ε−ε0)/2} on
-    [0, ε0] (FORMULAS §6), its RDP curve Mironov 2017 Prop 6, and its tight zCDP parameter
-    ε0 + e^{−ε0} − 1 [Harrison–Manurangsi 2025, arXiv 2510.25746]. Δ_eff = γ⌈Δ/γ⌉ is the
+    [0, ε0] (the hockey-stick divergence of Lap(0, b) and Lap(Δ_eff, b) in closed form, derived in
+    :func:`sharpdp._divergences.laplace_delta`), its RDP curve Mironov 2017 Prop 6, and its tight
+    zCDP parameter ε0 + e^{−ε0} − 1 [Harrison–Manurangsi 2025, arXiv 2510.25746]. Δ_eff = γ⌈Δ/γ⌉ is the
     sensitivity of the query rounded to the release grid γℤ (Δ_eff = Δ when γ divides Δ).
 
     :meth:`release` outputs γ·(round(x/γ) + K) with K = round(L/γ) drawn exactly: a deterministic
@@ -98,6 +108,9 @@ class Laplace(_OnGrid, Mechanism):
         object.__setattr__(self, "granularity", step)
         # exact rational arithmetic once, not on every privacy query
         object.__setattr__(self, "_epsilon0", self._ratio_up(scale))
+
+    def _noise_scale(self) -> float:
+        return self.scale
 
     @property
     def epsilon0(self) -> float:
@@ -170,6 +183,9 @@ class Gaussian(_OnGrid, Mechanism):
         object.__setattr__(self, "sensitivity", sensitivity)
         object.__setattr__(self, "granularity", granularity)
         object.__setattr__(self, "_mu", self._ratio_up(sigma))
+
+    def _noise_scale(self) -> float:
+        return self.sigma
 
     @property
     def mu(self) -> float:

@@ -25,6 +25,12 @@ class Mechanism(Guarantee):
 
     __slots__ = ()
 
+    def privacy_items(self) -> list[tuple[Guarantee, int] | Guarantee] | None:
+        """The items whose composition dominates this mechanism, when that is how its privacy is
+        known (e.g. :class:`~sharpdp.mechanisms.LimitDom`: k bounded-range rounds and a (0, δ)
+        pair); ``None`` otherwise. Accountants compose these items in its place."""
+        return None
+
     def characterisation(self) -> Guarantee:
         """The guarantee that characterises this mechanism (its worst case over neighbours)."""
         raise NotImplementedError(f"{type(self).__name__} implements the guarantee hooks directly")
@@ -37,3 +43,12 @@ class Mechanism(Guarantee):
 
     def _epsilon(self, delta: float) -> float:
         return self.characterisation()._epsilon(delta)
+
+    def _group(self, k: int) -> Guarantee:
+        # A mechanism satisfies every guarantee its characterisation implies, group privacy
+        # included (e.g. ε-BR ⇒ kε-BR, ε-DP ⇒ kε-DP for groups of k).
+        try:
+            characterisation = self.characterisation()
+        except NotImplementedError:
+            return super()._group(k)
+        return characterisation.group(k)

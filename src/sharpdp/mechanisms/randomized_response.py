@@ -29,7 +29,8 @@ class RandomizedResponse(Mechanism):
 
     Neighbouring inputs are two different true categories. It is ε-DP; its exact profile is
     δ(ε′) = (e^ε − e^{ε′})_+/(e^ε + k − 1) and its Rényi divergences are those of the explicit
-    three-point pair (FORMULAS §7). For k = 2 it is the worst case of ε-DP.
+    three-point pair (the hockey-stick and Rényi divergences of the pair, in closed form in
+    :mod:`sharpdp._divergences`). For k = 2 it is the worst case of ε-DP.
 
     Args:
         epsilon: ε ≥ 0 (stored as ``epsilon_``; ``epsilon()`` is the query method).
@@ -46,8 +47,8 @@ class RandomizedResponse(Mechanism):
             self, "categories", _validate.integer("categories", categories, minimum=2)
         )
 
-    def __repr__(self) -> str:
-        return f"RandomizedResponse(epsilon={self.epsilon_!r}, categories={self.categories!r})"
+    def _group(self, k: int) -> PureDP:
+        return PureDP(k * self.epsilon_)  # ε-DP ⇒ kε-DP for groups of k (Dwork–Roth 2014, Thm 2.2)
 
     def probabilities(self, value: int) -> list[float]:
         """The exact output law on true category ``value`` ∈ {0, …, k−1}."""

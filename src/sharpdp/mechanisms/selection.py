@@ -4,8 +4,9 @@ Each mechanism is a frozen description with its exact output law (``probabilitie
 privacy characterisation. Scores are a 1-D array of finite floats or ints; ``-inf`` excludes a
 candidate. Neighbouring score vectors differ by at most ``sensitivity`` in every coordinate; with
 ``monotonic=True`` they moreover move in the same direction (e.g. counts under add/remove one
-record), so the score *range* is Δ rather than 2Δ (FORMULAS §2; Dong 2020, "forget sensitivity,
-use range").
+record), so the score *range* is Δ rather than 2Δ (Rogers–Steinke 2021, "A better privacy
+analysis of the exponential mechanism", differentialprivacy.org, Lemma 3 and footnote 3; Dong 2020,
+"forget sensitivity, use range").
 """
 
 from __future__ import annotations
@@ -188,12 +189,6 @@ class _ScoreSelection(Mechanism):
         object.__setattr__(self, "sensitivity", _validate.nonnegative("sensitivity", sensitivity))
         object.__setattr__(self, "monotonic", _check_monotonic(monotonic))
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(epsilon={self.epsilon_!r}, sensitivity={self.sensitivity!r}, "
-            f"monotonic={self.monotonic!r})"
-        )
-
     @property
     def coefficient(self) -> float:
         """c in P[y] ∝ exp(c·q_y) (or the acceptance probability exp(c(q_y − q*)))."""
@@ -225,7 +220,7 @@ class Exponential(_SelectsOne, _ScoreSelection):
         return "gumbel"
 
     def utility_bound(self, n_candidates: int, beta: float) -> float:
-        """The loss ℓ with P[q(output) ≤ OPT − ℓ] ≤ β [seed 004 Thm 5; Dwork–Roth Thm 3.11].
+        """The loss ℓ with P[q(output) ≤ OPT − ℓ] ≤ β [Dwork–Roth 2014, Thm 3.11].
 
         ℓ = 2Δ(ln n + ln 1/β)/ε, halved for monotonic scores (the coefficient doubles). E.g. 1,000
         classes, ε = 0.5, β = 0.01: ℓ ≈ 46.1 votes.
@@ -273,7 +268,8 @@ class PermuteAndFlip(_SelectsOne, _ScoreSelection):
     """Permute-and-flip [McKenna–Sheldon 2020]: visit candidates in a uniformly random order and
     accept r with probability exp(c(q_r − q*)), c = ε/(2Δ) (ε/Δ monotonic), q* = max q.
 
-    Exact law: P[r] = p_r ∫₀¹ Π_{s≠r}(1 − u p_s) du with p_s = exp(c(q_s − q*)) (FORMULAS §9), a
+    Exact law: P[r] = p_r ∫₀¹ Π_{s≠r}(1 − u p_s) du with p_s = exp(c(q_s − q*)) (a uniformly random
+    order is the same as i.i.d. uniform arrival times; McKenna–Sheldon 2020 define the mechanism), a
     polynomial of degree n − 1 in u, integrated exactly by ⌈n/2⌉-point Gauss–Legendre. It is ε-DP,
     but *not* ε-BR: q = (0, 0), q′ = (0, 1) gives a log-ratio spread of ε + ln(2 − e^{−ε})
     [Durfee–Rogers 2021 blog]; the valid BR parameter is 2ε (from ε-DP).
@@ -351,12 +347,6 @@ class ReportNoisyMax(_SelectsOne, Mechanism):
         object.__setattr__(self, "noise", noise)
         object.__setattr__(self, "sensitivity", _validate.nonnegative("sensitivity", sensitivity))
         object.__setattr__(self, "monotonic", _check_monotonic(monotonic))
-
-    def __repr__(self) -> str:
-        return (
-            f"ReportNoisyMax(epsilon={self.epsilon_!r}, noise={self.noise!r}, "
-            f"sensitivity={self.sensitivity!r}, monotonic={self.monotonic!r})"
-        )
 
     @property
     def equivalent(self) -> Exponential | PermuteAndFlip | None:
@@ -470,7 +460,8 @@ def _laplace_noisy_max_law(q: FloatArray, c: float) -> FloatArray:
 @dataclass(frozen=True, slots=True, init=False, repr=False)
 class TopK(_ScoreSelection):
     """One-shot top-k with Gumbel noise ≡ k rounds of peeling exponential mechanisms
-    [Durfee–Rogers 2019; blog-topk Thm 1]: P[(i1..ik)] = Π_j e^{c q_{ij}} / Σ_{l∉{i1..i_{j−1}}} e^{c q_l}.
+    [Durfee–Rogers 2019; Durfee–Rogers 2021, "One-shot DP top-k mechanisms", differentialprivacy.org,
+    Thm 1]: P[(i1..ik)] = Π_j e^{c q_{ij}} / Σ_{l∉{i1..i_{j−1}}} e^{c q_l}.
 
     Each round is an ε-BR selection, composed adaptively: the RDP curve is k times the exact BR curve
     (RDP composition, Mironov 2017 Prop 1), pure DP kε. (DDR20's non-adaptive optimum does not apply
@@ -491,9 +482,6 @@ class TopK(_ScoreSelection):
     ) -> None:
         object.__setattr__(self, "k", _validate.integer("k", k, minimum=1))
         _ScoreSelection.__init__(self, epsilon, sensitivity, monotonic)
-
-    def __repr__(self) -> str:
-        return f"TopK(k={self.k!r}, " + _ScoreSelection.__repr__(self).removeprefix("TopK(")
 
     def probability(self, scores: Sequence[float] | FloatArray, outcome: Sequence[int]) -> float:
         """Exact probability of the ordered outcome (i1, …, ik) (product of peeling softmaxes)."""

@@ -22,7 +22,7 @@ from sharpdp.guarantees import Guarantee
 
 @dataclass(frozen=True)
 class _DDR(Guarantee):
-    """k-fold η-BR, non-adaptive optimum [DDR20 Thm 3], FORMULAS §3b.
+    """k-fold η-BR, non-adaptive optimum [Dong–Durfee–Rogers 2020, Thm 3].
 
     δ(ε) = max_t Σ_{i: kt − iη > ε} C(k,i) p^{k−i}(1−p)^i (e^{kt − iη} − e^ε) with
     p = (e^{−t} − e^{−η})/(1 − e^{−η}), the maximum attained at one of the candidates

@@ -31,7 +31,8 @@ class _KOV(Guarantee):
     notion: ClassVar[str] = "optimal composition (KOV)"
 
     def _log_delta_rr(self, epsilon: float) -> float:
-        # δ_RR = (1+e^ε0)^{−k} Σ_i C(k,i) (e^{(k−i)ε0} − e^{ε} e^{iε0})_+  (FORMULAS §3a), log space.
+        # δ_RR = (1+e^ε0)^{−k} Σ_i C(k,i) (e^{(k−i)ε0} − e^{ε} e^{iε0})_+  (KOV15 Thm 3.3 in
+        # Murtagh–Vadhan 2016 Thm 1.5's form), log space.
         k, e0 = self.k, self.epsilon0
         if e0 == 0.0:
             return -math.inf

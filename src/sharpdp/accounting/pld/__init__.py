@@ -34,13 +34,17 @@ value when :meth:`PLDResult.epsilon_bracket` is that narrow. Identical pairs are
 self-composed by one FFT power; a group whose atoms sit on a lattice incommensurate with the grid
 is composed on its own aligned grid (where its discretisation is exact) and regridded once.
 
-Accuracy, measured (see ``bench/pld_scratch.py``): connect the dots errs by O(h²) per unit of loss
-density and, since it keeps the P- and Q-mass of every cell, its error does not accumulate to
-first order over k compositions; the optimistic construction is of the same order except for
+Accuracy, measured by ``python bench/pld_accuracy.py`` (ε at δ = 1e-6, fixed grid spacing h):
+connect the dots errs by O(h²) per unit of loss density and, since it keeps the P- and Q-mass of
+every cell, its error does not accumulate to first order over k compositions. For Laplace(b = 10)
+× 100 and Gaussian(σ = 10) × 100 the bracket width falls 4× each time h halves, from 7.0e-4 and
+1.4e-2 at h = 1e-2 to 1.6e-6 and 3.5e-5 at h = 5e-4, and the pessimistic value exceeds the exact ε
+by about a third of the width. The optimistic construction is of the same order except for
 *isolated atoms off the grid* (randomized response or pure DP with many different ε in one
 composition), where the best grid-kinked lower bound is O(h) per atom. There the bracket shrinks
-like h, refinement may stop at :data:`MAX_BINS` and the bracket says how sharp the (still valid)
-pessimistic value is.
+like h (for randomized response with ε = √2/10 × 100, 0.3 × 30, 0.7 × 20: from 1.4e-3 at
+h = 1e-2 to 7.2e-5 at h = 5e-4), refinement may stop at :data:`MAX_BINS`, and the bracket says
+how sharp the (still valid) pessimistic value is.
 """
 
 from sharpdp.accounting.pld.composition import PLDResult, clear_cache, compose_pld

@@ -650,8 +650,8 @@ class LaplacePair(DominatingPair):
 
     Loss law under P: an atom ε0 of mass 1/2 (y ≤ 0), an atom −ε0 of mass e^{−ε0}/2 (y ≥ Δ) and the
     density (1/4)e^{(l − ε0)/2} on (−ε0, ε0) (y ∈ (0, Δ), l = (Δ − 2y)/b). Symmetric (y ↦ Δ − y);
-    profile δ(ε) = 1 − e^{(ε − ε0)/2} on [−ε0, ε0] (FORMULAS §6). On a cell (a, b) the density
-    integrates in closed form, without cancellation:
+    profile δ(ε) = 1 − e^{(ε − ε0)/2} on [−ε0, ε0] (:func:`sharpdp._divergences.laplace_delta`).
+    On a cell (a, b) the density integrates in closed form, without cancellation:
     D = 2e^{(a − ε0)/2} sinh((a′ + b′ − 2a)/4) sinh((b′ − a′)/4) and
     U = 2e^{(b − ε0)/2} sinh((2b − a′ − b′)/4) sinh((b′ − a′)/4), where (a′, b′) = (a, b) ∩ (−ε0, ε0).
     """
@@ -889,7 +889,7 @@ class GaussianPair(DominatingPair):
     """The pair (N(0, 1), N(μ, 1)): μ-GDP, the Gaussian mechanism with μ = Δ/σ.
 
     Loss law: N(μ²/2, μ²) under P and N(−μ²/2, μ²) under Q [Balle–Wang 2018; Dong–Roth–Su 2019].
-    Symmetric (y ↦ μ − y). Profile δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) (FORMULAS §5).
+    Symmetric (y ↦ μ − y). Profile δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) [Balle–Wang 2018, Thm 8].
     """
 
     mu: float

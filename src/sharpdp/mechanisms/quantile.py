@@ -1,0 +1,425 @@
+"""Smith's interval exponential mechanism for a quantile, sampled exactly on a grid.
+
+**The mechanism** [Smith 2011, STOC, "Privacy-preserving statistical estimation with optimal
+convergence rates", §3 (the exponential-mechanism quantile); as implemented by Gillenwater, Joseph,
+Kulesza, ICML 2021, ``dp_multiq/ind_exp.py``]. Data x₁ ≤ … ≤ x_n clamped to [L, U]; with
+x₍₀₎ = L and x₍ₙ₊₁₎ = U, the continuous output y ∈ [L, U] has density
+
+    p(y) ∝ exp(c·u(y)),   u(y) = −|rank(y) − q·n|,   rank(y) = #{i : x_i < y},
+
+with respect to Lebesgue measure; equivalently pick the interval I_i = [x₍ᵢ₎, x₍ᵢ₊₁₎] with
+probability ∝ |I_i|·exp(−c·|i − qn|), then a uniform point of it. Here c = ε/(2Δ) with the
+sensitivity Δ below.
+
+**On a grid.** The engine rounds each (clamped) value to the nearest of the ``cells + 1`` grid points
+L + t·γ, γ = (U − L)/cells (a per-row pre-processing, so the neighbouring relation is unchanged),
+and hands over the distinct grid positions with their multiplicities. Every interval is then a
+whole number of grid cells [t, t + 1)·γ, u is constant on each open cell (no data point inside),
+and the cell containing the continuous output y has law
+
+    P[cell t] = exp(c·u_t) / Σ_s exp(c·u_s),   u_t = −|#{i : x_i ≤ t} − qn|:
+
+the continuous mechanism followed by the post-processing y ↦ ⌊(y − L)/γ⌋. We release that cell
+(:meth:`Quantile.select_cell`) or its midpoint (:meth:`Quantile.select`, post-processing again).
+
+**Sensitivity (add/remove one person with at most m = ``max_rows`` rows).** Let D′ = D ∪ S,
+|S| = s ≤ m. Then rank′(y) = rank(y) + s_<(y) with s_<(y) = #{x ∈ S : x < y} ∈ [0, s], and
+q·n′ = q·n + q·s, so rank′ − qn′ = (rank − qn) + e(y) with e(y) = s_<(y) − qs ∈ [−qs, (1 − q)s]. By
+the triangle inequality |u′(y) − u(y)| ≤ |e(y)| ≤ m·max(q, 1 − q) =: Δ (for m = 1 this is the
+add/remove sensitivity max(q, 1 − q) of ``dp_multiq``; note that qn moves too).
+
+**Guarantee: ε-bounded range** [Durfee–Rogers 2019, Def. 3.1 (range-bounded); Dong–Durfee–Rogers
+2020, Def. 3.1]: for every neighbouring pair the privacy loss ln p(y)/p′(y) takes values in an
+interval of width ε. Proof: ln p(y)/p′(y) = c·(u(y) − u′(y)) + ln(Z′/Z), where the normaliser term
+does not depend on y and u − u′ ∈ [−Δ, Δ], so the loss ranges over an interval of width
+2cΔ = ε. This holds for an exponential mechanism over *any* base measure (here Lebesgue measure, or
+counting measure on cells) because the base measure is the same for D and D′ [McSherry–Talwar
+2007; Rogers–Steinke 2021, Lemma 3], and post-processing (releasing a cell, its midpoint) can only
+shrink the loss's range (the loss of a post-processed output is a log-ratio of averages of
+e^{loss}). Hence ε-DP, and ≤ ε²/8-zCDP via BR (Cesar–Rogers 2021); the accountant spends
+``BoundedRange(ε)``. The parameter is tight: with one added row, D's data can place points so that
+u′ − u = +Δ near the target rank and −Δ far from it (a range of exactly 2Δ).
+
+**Exact sampling** (design principle 5). The interval with gap index j (between consecutive distinct
+positions) has n_j cells, all with score u_j; the race of :mod:`sharpdp.mechanisms._race` with
+multiplicities picks j with probability n_j e^{c u_j}/Σ_s n_s e^{c u_s} exactly (a Gumbel race in
+which candidate j's value is c·u_j + ln n_j + G_j, the maximum of n_j i.i.d. Gumbels), and then
+an exact uniform integer in [0, n_j) (:func:`~sharpdp.mechanisms._samplers.uniform_int`) picks the
+cell. P[cell t] = (n_j e^{c u_j}/Σ_s n_s e^{c u_s})·(1/n_j) = e^{c u_t}/Σ_s n_s e^{c u_s}: the
+claimed law. The offsets c·(u_j − max u) enter the race exactly (rationals; qn is the exact
+product of the float q and n) with a certified float approximation, so no rounding touches the
+released cell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import ClassVar, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from sharpdp import _validate
+from sharpdp.conversions import register
+from sharpdp.errors import InvalidParameter
+from sharpdp.guarantees import ZCDP, BoundedRange
+from sharpdp.mechanisms import _race
+from sharpdp.mechanisms._samplers import RNGLike, as_generator, uniform_int
+from sharpdp.mechanisms.base import Mechanism
+
+__all__ = ["Quantile"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: Largest grid (in cells): positions and counts stay exact in int64 and float64.
+MAX_CELLS = 2**53
+#: Largest grid for which :meth:`Quantile.probabilities` materialises the per-cell law.
+CELL_LAW_LIMIT = 2**26
+
+
+def _int_array(name: str, values: object, *, minimum: int) -> IntArray:
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidParameter(f"{name} must be a 1-D array of integers, got {values!r}") from None
+    if arr.ndim != 1:
+        raise InvalidParameter(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if arr.dtype == object or not np.issubdtype(arr.dtype, np.floating):
+            raise InvalidParameter(f"{name} must contain integers, got dtype {arr.dtype}")
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
+            raise InvalidParameter(f"{name} must contain integers, got {values!r}")
+        if np.any(np.abs(arr) >= 2.0**53):
+            raise InvalidParameter(f"{name} must be below 2**53")
+    out = arr.astype(np.int64)
+    if out.size and int(out.min()) < minimum:
+        raise InvalidParameter(f"{name} must be >= {minimum}, got {int(out.min())}")
+    return out
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Quantile(Mechanism):
+    """The q-quantile by Smith's interval exponential mechanism on a grid (see the module docstring).
+
+    Neighbouring relation: add/remove one person who contributes at most ``max_rows`` rows.
+    Output law: the grid cell [L + tγ, L + (t + 1)γ) with probability ∝ exp(−c·|r_t − qn|), where
+    r_t is the number of data points at grid positions ≤ t, c = ε/(2Δ), Δ = m·max(q, 1 − q).
+    Guarantee: ε-bounded range (exactly; tight), hence ε-DP and ≤ ε²/8-zCDP.
+
+    Args:
+        epsilon: ε ≥ 0 (stored as ``epsilon_``).
+        q: the quantile, in [0, 1].
+        bounds: (L, U), finite, L < U; values are clamped into it.
+        cells: number of grid cells (the grid has ``cells + 1`` points L + t·(U − L)/cells);
+            1 ≤ cells ≤ 2**53. Finer grids approach the continuous mechanism.
+        max_rows: m ≥ 1, the most rows one person contributes.
+
+    Examples:
+        >>> import sharpdp as sdp
+        >>> from sharpdp.mechanisms import Quantile
+        >>> m = Quantile(1.0, 0.5, bounds=(0.0, 100.0), cells=1000)
+        >>> positions, counts = m.aggregate([12.0, 40.0, 41.5, 77.0, 250.0])
+        >>> positions.tolist(), counts.tolist()
+        ([120, 400, 415, 770, 1000], [1, 1, 1, 1, 1])
+        >>> 0.0 <= m.select(positions, counts, rng=0) <= 100.0
+        True
+    """
+
+    epsilon_: float
+    q: float
+    bounds: tuple[float, float]
+    cells: int
+    max_rows: int
+    notion: ClassVar[str] = "quantile (interval exponential mechanism)"
+
+    def __init__(
+        self,
+        epsilon: float,
+        q: float,
+        bounds: tuple[float, float],
+        cells: int = 2**20,
+        max_rows: int = 1,
+    ) -> None:
+        eps = _validate.nonnegative("epsilon", epsilon)
+        qq = _validate.real("q", q)
+        if not 0.0 <= qq <= 1.0:
+            raise InvalidParameter(f"q must be in [0, 1], got {qq!r}")
+        if isinstance(bounds, str | bytes) or not isinstance(bounds, Sequence | np.ndarray):
+            raise InvalidParameter(f"bounds must be a pair (lower, upper), got {bounds!r}")
+        if len(bounds) != 2:
+            raise InvalidParameter(f"bounds must be a pair (lower, upper), got {bounds!r}")
+        lower = _validate.real("bounds[0]", bounds[0])
+        upper = _validate.real("bounds[1]", bounds[1])
+        if not lower < upper:
+            raise InvalidParameter(f"bounds must satisfy lower < upper, got {bounds!r}")
+        if not math.isfinite(upper - lower):
+            raise InvalidParameter(f"bounds span must be finite, got {bounds!r}")
+        n_cells = _validate.integer("cells", cells, minimum=1)
+        if n_cells > MAX_CELLS:
+            raise InvalidParameter(f"cells must be <= 2**53, got {n_cells}")
+        object.__setattr__(self, "epsilon_", eps)
+        object.__setattr__(self, "q", qq)
+        object.__setattr__(self, "bounds", (lower, upper))
+        object.__setattr__(self, "cells", n_cells)
+        object.__setattr__(self, "max_rows", _validate.integer("max_rows", max_rows, minimum=1))
+
+    def __repr__(self) -> str:
+        return (
+            f"Quantile(epsilon={self.epsilon_!r}, q={self.q!r}, bounds={self.bounds!r}, "
+            f"cells={self.cells!r}, max_rows={self.max_rows!r})"
+        )
+
+    # -- parameters --------------------------------------------------------------------------------
+
+    def _sensitivity_exact(self) -> Fraction:
+        qf = Fraction(self.q)
+        return self.max_rows * max(qf, 1 - qf)
+
+    def _coefficient_exact(self) -> Fraction:
+        return Fraction(self.epsilon_) / (2 * self._sensitivity_exact())
+
+    @property
+    def sensitivity(self) -> float:
+        """Δ = m·max(q, 1 − q): the most any score moves when one person is added or removed."""
+        return float(self._sensitivity_exact())
+
+    @property
+    def coefficient(self) -> float:
+        """c = ε/(2Δ) in P[cell t] ∝ exp(c·u_t)."""
+        return float(self._coefficient_exact())
+
+    @property
+    def grid(self) -> float:
+        """γ = (U − L)/cells, the width of a cell."""
+        return (self.bounds[1] - self.bounds[0]) / self.cells
+
+    def characterisation(self) -> BoundedRange:
+        """ε-bounded range (tight), see the module docstring."""
+        return BoundedRange(self.epsilon_)
+
+    # -- data --------------------------------------------------------------------------------------
+
+    def aggregate(self, values: Sequence[float] | FloatArray) -> tuple[IntArray, IntArray]:
+        """Clamp raw values to the bounds, round to the nearest grid point, count: (positions, counts).
+
+        What an engine computes in SQL (``round((clamp(x, L, U) − L)/γ)`` grouped); provided for
+        in-memory data and tests. Rounding is per-row pre-processing (no privacy effect).
+        """
+        x = np.asarray(values, dtype=np.float64)
+        if x.ndim != 1:
+            raise InvalidParameter(f"values must be 1-D, got shape {x.shape}")
+        if np.isnan(x).any():
+            raise InvalidParameter("values must not contain NaN")
+        lower, upper = self.bounds
+        t = np.rint((np.clip(x, lower, upper) - lower) / (upper - lower) * self.cells)
+        t = np.clip(t, 0, self.cells).astype(np.int64)
+        positions, counts = np.unique(t, return_counts=True)
+        return positions.astype(np.int64), counts.astype(np.int64)
+
+    def _validated(self, positions: object, counts: object) -> tuple[IntArray, IntArray]:
+        pos = _int_array("positions", positions, minimum=0)
+        cnt = _int_array("counts", counts, minimum=1)
+        if pos.size != cnt.size:
+            raise InvalidParameter(
+                f"positions and counts must have the same length, got {pos.size} and {cnt.size}"
+            )
+        if pos.size and int(pos.max()) > self.cells:
+            raise InvalidParameter(f"positions must be <= cells={self.cells}, got {int(pos.max())}")
+        if pos.size > 1 and np.any(np.diff(pos) <= 0):
+            raise InvalidParameter("positions must be strictly increasing (distinct, sorted)")
+        if cnt.size and (int(cnt.max()) >= 2**53 or cnt.sum(dtype=np.float64) >= 2.0**53):
+            raise InvalidParameter("counts must total less than 2**53 rows")
+        return pos, cnt
+
+    def _candidates(
+        self, pos: IntArray, cnt: IntArray
+    ) -> tuple[IntArray, IntArray, IntArray, Fraction]:
+        """Gaps with at least one cell: (start cell, cells n_j, rank r_j, qn exactly)."""
+        edges = np.concatenate(([0], pos, [self.cells])).astype(np.int64)
+        lengths = np.diff(edges)
+        ranks = np.concatenate(([0], np.cumsum(cnt, dtype=np.int64)))
+        live = np.flatnonzero(lengths > 0)
+        qn = Fraction(self.q) * int(ranks[-1])
+        return edges[live], lengths[live], ranks[live], qn
+
+    @staticmethod
+    def _scores(ranks: IntArray, qn: Fraction) -> tuple[FloatArray, Fraction]:
+        """Float u_j = −|r_j − qn| (see :meth:`_offsets`) and the exact max u* (ranks sorted)."""
+        k_int = math.floor(qn)
+        d = (ranks - k_int).astype(np.float64)  # exact: |r − K| ≤ n < 2⁵³
+        u = -np.abs(d - float(qn - k_int))
+        # u is unimodal in j (ranks are sorted): the closest rank to qn is the largest ≤ K or the
+        # smallest > K, since qn ∈ [K, K + 1) and ranks are integers.
+        split = int(np.searchsorted(ranks, k_int, side="right"))
+        near = {min(max(i, 0), ranks.size - 1) for i in (split - 1, split)}
+        u_star = max(-abs(Fraction(int(ranks[i])) - qn) for i in near)
+        return np.asarray(u, dtype=np.float64), u_star
+
+    def _offsets(self, ranks: IntArray, lengths: IntArray, qn: Fraction) -> _race.Offsets:
+        """Exact offsets a_j = c·(u_j − u*) with a certified float approximation.
+
+        Float values: with qn = K + f (K = ⌊qn⌋, 0 ≤ f < 1), u_j = −|(r_j − K) − f| where r_j − K
+        is an exact integer below 2⁵³ and f̂ = fl(f) errs by ≤ 2⁻⁵⁴; fl(d − f̂), fl(u*), the
+        difference and the product with ĉ = fl(c) add relative roundings of 2⁻⁵³ each. So
+        |â_j − a_j| ≤ c·(2⁻⁵² + 2⁻⁵¹·(|u_j| + |u*|))·(1 + 2⁻⁵⁰) + 2⁻⁵²|a_j|; the last term is
+        inside the race's τ model, and the rest, with |u| ≤ n, is ``slack`` (rounded up twofold).
+        """
+        c = self._coefficient_exact()
+        u, u_star = self._scores(ranks, qn)
+        c_float = float(c)
+        approx = c_float * (u - float(u_star))
+        n = float(ranks[-1]) if ranks.size else 0.0
+        slack = 2.0 * c_float * (2.0**-52 + 2.0**-51 * 2.0 * (n + 1.0)) * (1.0 + 2.0**-40)
+
+        def exact(i: int) -> Fraction:
+            return c * (-abs(Fraction(int(ranks[i])) - qn) - u_star)
+
+        return _race.Offsets(
+            np.asarray(approx, dtype=np.float64), None, exact, slack, lengths.astype(np.int64)
+        )
+
+    # -- the law -----------------------------------------------------------------------------------
+
+    def interval_law(
+        self, positions: Sequence[int] | IntArray, counts: Sequence[int] | IntArray
+    ) -> tuple[IntArray, IntArray, FloatArray]:
+        """The exact law over intervals: (first cell, number of cells, probability) per interval.
+
+        Intervals of zero width (equal data values) are omitted. Probabilities are evaluated in
+        float64 in log space (n_j·e^{c(u_j − max u)}, normalised).
+        """
+        pos, cnt = self._validated(positions, counts)
+        starts, lengths, ranks, qn = self._candidates(pos, cnt)
+        c = float(self._coefficient_exact())
+        u, _ = self._scores(ranks, qn)
+        logits = np.log(lengths.astype(np.float64)) + c * (u - u.max())
+        w = np.exp(logits - logits.max())
+        return starts, lengths, np.asarray(w / w.sum(), dtype=np.float64)
+
+    def probabilities(
+        self, positions: Sequence[int] | IntArray, counts: Sequence[int] | IntArray
+    ) -> FloatArray:
+        """The exact law of :meth:`select_cell`: a probability per cell t = 0, …, cells − 1."""
+        if self.cells > CELL_LAW_LIMIT:
+            raise InvalidParameter(
+                f"the per-cell law is materialised for at most {CELL_LAW_LIMIT} cells, "
+                f"got cells={self.cells}; use interval_law"
+            )
+        _, lengths, probs = self.interval_law(positions, counts)
+        return np.asarray(np.repeat(probs / lengths, lengths), dtype=np.float64)
+
+    # -- sampling ----------------------------------------------------------------------------------
+
+    @overload
+    def select_cell(
+        self,
+        positions: Sequence[int] | IntArray,
+        counts: Sequence[int] | IntArray,
+        rng: RNGLike = None,
+    ) -> int: ...
+    @overload
+    def select_cell(
+        self,
+        positions: Sequence[int] | IntArray,
+        counts: Sequence[int] | IntArray,
+        rng: RNGLike = None,
+        *,
+        size: int,
+    ) -> IntArray: ...
+    def select_cell(
+        self,
+        positions: Sequence[int] | IntArray,
+        counts: Sequence[int] | IntArray,
+        rng: RNGLike = None,
+        *,
+        size: int | None = None,
+    ) -> int | IntArray:
+        """Sample the released cell t ∈ {0, …, cells − 1} exactly (law: :meth:`probabilities`).
+
+        Args:
+            positions: distinct grid positions of the data, strictly increasing, in [0, cells].
+            counts: the number of rows at each position (≥ 1).
+            rng: a seed or a ``numpy.random.Generator``.
+            size: number of independent draws (``None``: one, returned as an int).
+        """
+        pos, cnt = self._validated(positions, counts)
+        m = None if size is None else _validate.integer("size", size, minimum=0)
+        gen = as_generator(rng)
+        starts, lengths, ranks, qn = self._candidates(pos, cnt)
+        off = self._offsets(ranks, lengths, qn)
+        chosen = _race.race(off, 1, "gumbel", gen, m)[..., 0]
+        if m is None:
+            j = int(chosen)
+            return int(starts[j]) + int(uniform_int(int(lengths[j]), rng=gen))
+        out = np.empty(m, dtype=np.int64)
+        for j in np.unique(chosen):
+            where = np.flatnonzero(chosen == j)
+            out[where] = starts[j] + uniform_int(int(lengths[j]), size=where.size, rng=gen)
+        return out
+
+    @overload
+    def select(
+        self,
+        positions: Sequence[int] | IntArray,
+        counts: Sequence[int] | IntArray,
+        rng: RNGLike = None,
+    ) -> float: ...
+    @overload
+    def select(
+        self,
+        positions: Sequence[int] | IntArray,
+        counts: Sequence[int] | IntArray,
+        rng: RNGLike = None,
+        *,
+        size: int,
+    ) -> FloatArray: ...
+    def select(
+        self,
+        positions: Sequence[int] | IntArray,
+        counts: Sequence[int] | IntArray,
+        rng: RNGLike = None,
+        *,
+        size: int | None = None,
+    ) -> float | FloatArray:
+        """The released quantile: the midpoint L + (t + ½)γ of the cell from :meth:`select_cell`.
+
+        A deterministic function of the exactly sampled cell (post-processing), so the float
+        arithmetic here has no privacy effect.
+        """
+        lower, upper = self.bounds
+        if size is None:
+            t = self.select_cell(positions, counts, rng)
+            return min(upper, lower + (t + 0.5) * (upper - lower) / self.cells)
+        ts = self.select_cell(positions, counts, rng, size=size)
+        vals = lower + (ts + 0.5) * ((upper - lower) / self.cells)
+        return np.asarray(np.minimum(vals, upper), dtype=np.float64)
+
+
+@register(
+    Quantile,
+    BoundedRange,
+    name="em-base-measure",
+    theorem="exponential mechanism over a base measure, score range 2Δ: ε-BR "
+    "(Durfee–Rogers 2019 Def 3.1; Rogers–Steinke 2021 Lemma 3)",
+    tight=True,
+)
+def quantile_to_bounded_range(m: Quantile) -> BoundedRange:
+    """Smith's quantile mechanism is ε-BR (tight), see :mod:`sharpdp.mechanisms.quantile`."""
+    return BoundedRange(m.epsilon_)
+
+
+@register(
+    Quantile,
+    ZCDP,
+    name="via-bounded-range",
+    theorem="ε-BR, then the certified BR zCDP bound (≤ ε²/8, Cesar–Rogers 2021)",
+)
+def quantile_to_zcdp(m: Quantile) -> ZCDP:
+    """ε-BR ⇒ the certified zCDP constant of bounded range (≤ ε²/8)."""
+    from sharpdp.conversions import convert
+
+    return convert(BoundedRange(m.epsilon_), ZCDP)
