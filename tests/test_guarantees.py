@@ -529,11 +529,30 @@ def test_group_pure_dp(k: int) -> None:
 
 @pytest.mark.parametrize("k", GROUP_KS)
 def test_group_approx_dp(k: int) -> None:
-    # Dwork–Roth Thm 2.2: (kε, k e^{(k−1)ε} δ).
+    # k steps along a path of neighbours: (kε, δ·Σ_{i<k} e^{iε}), the sum added term by term in mpmath
     h = sdp.ApproxDP(0.2, 1e-8).group(k)
     assert isinstance(h, sdp.ApproxDP)
     assert h.epsilon_ == approx(0.2 * k, rel=1e-15)
-    assert h.delta_ == approx(k * math.exp((k - 1) * 0.2) * 1e-8, rel=1e-12)
+    assert h.epsilon_ >= 0.2 * k
+    exact = mp.mpf("1e-8") * mp.fsum(mp.exp(i * mp.mpf(0.2)) for i in range(k))
+    assert h.delta_ >= exact
+    assert h.delta_ == approx(float(exact), rel=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "delta", "k", "expected"),
+    [
+        (1.0, 1e-6, 3, "1.1107337927389695e-5"),  # δ(1 + e + e²); k·e^{(k−1)ε}δ gives 2.2e-5
+        (1.897091776157263, 1.367160307146927e-08, 10, "0.41828383887"),  # not vacuous
+        (0.0, 1e-3, 4, "4e-3"),  # kδ at ε = 0
+    ],
+)
+def test_group_approx_dp_values(epsilon: float, delta: float, k: int, expected: str) -> None:
+    h = sdp.ApproxDP(epsilon, delta).group(k)
+    with mp.workdps(30):
+        exact = mp.mpf(delta) * mp.fsum(mp.exp(i * mp.mpf(epsilon)) for i in range(k))
+    assert h.delta_ >= exact
+    assert h.delta_ == approx(float(mp.mpf(expected)), rel=1e-9)
 
 
 def test_group_approx_dp_vacuous() -> None:

@@ -24,6 +24,7 @@ import inspect
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar, Self
 
 from sharpdp import _divergences, _math, _tails, _validate
@@ -304,13 +305,24 @@ class ApproxDP(Guarantee):
         return _divergences.rr_epsilon(self.epsilon_, (delta - self.delta_) / (1.0 - self.delta_))
 
     def _group(self, k: int) -> ApproxDP:
-        # Dwork–Roth 2014, Thm 2.2 / Vadhan 2017 Lemma 2.2: (kε, k·e^{(k−1)ε}·δ)-DP for groups of k.
+        # Along a path x0, ..., xk of neighbours, P[M(x0) ∈ S] ≤ e^ε P[M(x1) ∈ S] + δ, applied k
+        # times: (kε, δ·Σ_{i<k} e^{iε})-DP, Σ_{i<k} e^{iε} = (e^{kε} − 1)/(e^ε − 1) [Vadhan 2017,
+        # Lemma 2.2 proof; Dwork–Roth 2014, Thm 2.2 states the looser k·e^{(k−1)ε}·δ].
         if self.delta_ == 0.0:
-            return ApproxDP(k * self.epsilon_, 0.0)
-        log_d = math.log(k) + (k - 1) * self.epsilon_ + math.log(self.delta_)
-        if log_d >= 0.0:
-            raise NotImplied(f"group privacy of {self!r} for k={k} is vacuous: k·e^((k−1)ε)·δ ≥ 1")
-        return ApproxDP(k * self.epsilon_, math.exp(log_d))
+            return ApproxDP(_math.float_up(Fraction(self.epsilon_) * k), 0.0)
+        e = self.epsilon_
+        # log Σ_{i<k} e^{iε} = (k − 1)ε + log((1 − e^{−kε})/(1 − e^{−ε})) (= log k at ε = 0)
+        log_sum = math.log(k) if e == 0.0 else (k - 1) * e + math.log(
+            math.expm1(-k * e) / math.expm1(-e)
+        )
+        log_d = math.log(self.delta_) + log_sum
+        # log, expm1 and the products err by a few ulps each: rounded up by 1e-12 absolute
+        delta = _math.exp_up(log_d + 1e-12)
+        if delta >= 1.0:
+            raise NotImplied(
+                f"group privacy of {self!r} for k={k} is vacuous: δ·(e^(kε) − 1)/(e^ε − 1) ≥ 1"
+            )
+        return ApproxDP(_math.float_up(Fraction(e) * k), delta)
 
 
 @dataclass(frozen=True, slots=True)
