@@ -1,0 +1,141 @@
+"""Contribution bounding in the engine, as Ibis expressions (nothing is pulled into Python).
+
+Order (ZetaSQL's, the cheap one): keep each person's rows of one key only up to ``max_rows``
+(ranked by a seeded hash), aggregate per (person, key), then keep each person's keys only up to
+``max_groups`` (ranked by a seeded hash of person ‖ key), then group by key.
+
+Every step is a *per-person* transformation: which rows and keys of a person survive depends only on
+that person's own rows and the salt. So adding or removing one person's rows adds or removes only
+that person's surviving contributions: at most ``max_groups`` keys, each moved by at most
+``max_rows`` rows. The guarantee holds whatever the salt; the salt (fresh per query) only keeps the
+choice from being the same systematic subset every time.
+
+**Portable seeded hash.** Rows and keys are ranked by the hexadecimal MD5 digest of
+``unit ‖ key ‖ [value] ‖ salt`` (``|``-separated strings, NULL written ``\\N``), compared as strings;
+DuckDB and Spark compute the same digest and order hex strings the same way, so both engines keep
+identical rows (engines' own ``hash()`` functions differ). Ties (equal digests) only arise between
+rows with equal (unit, key, value), which are interchangeable. Key and unit columns should be
+strings, integers or dates, whose text forms agree across engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sharpdp.data import _engine
+
+__all__ = [
+    "UNIT",
+    "clamped_grid",
+    "digest",
+    "group",
+    "per_person_key",
+    "restrict_keys",
+]
+
+#: The privacy unit's column in bounded relations (a name no user column is expected to take).
+UNIT = "_sdp_unit"
+_SEP = "|"
+_NULL = "\\N"
+
+
+def _text(value: Any) -> Any:
+    return value.cast("string").fill_null(_NULL)
+
+
+def digest(parts: Sequence[Any], salt: str) -> Any:
+    """MD5 hex digest of the parts (cast to strings, NULL as ``\\N``) and the salt, ``|``-joined."""
+    text: Any = None
+    for p in parts:
+        piece = _text(p)
+        text = piece if text is None else text + _SEP + piece
+    text = text + _SEP + salt
+    return text.hexdigest("md5")
+
+
+def restrict_keys(table: Any, columns: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> Any:
+    """Rows whose key (over ``columns``) is one of the public ``keys`` (a row-wise filter)."""
+    ibis = _engine.ibis()
+
+    if len(columns) == 1:
+        return table.filter(table[columns[0]].isin([k[0] for k in keys]))
+    clauses = [
+        ibis.and_(*[table[c] == v for c, v in zip(columns, key, strict=True)]) for key in keys
+    ]
+    return table.filter(ibis.or_(*clauses))
+
+
+def clamped_grid(value: Any, lower: float, upper: float, step: float) -> Any:
+    """round(clamp(value, lower, upper)/step) as an int64: floor(x/step + ½), portable."""
+    clamped = value.cast("float64").clip(lower=lower, upper=upper)
+    return (clamped / step + 0.5).floor().cast("int64")
+
+
+def per_person_key(
+    table: Any,
+    unit: str,
+    keys: Sequence[str],
+    *,
+    max_rows: int,
+    max_groups: int | None,
+    salt: str,
+    value: Any = None,
+) -> Any:
+    """One row per (person, key) kept: ``rows`` (≤ max_rows) and, with ``value``, ``total``.
+
+    Args:
+        table: the Ibis table.
+        unit: the privacy-unit column.
+        keys: the key columns (empty: one group).
+        max_rows: rows per (person, key) kept.
+        max_groups: keys per person kept (``None``: no cap, for one group).
+        salt: the query's salt.
+        value: an integer-valued Ibis expression over ``table`` (e.g. :func:`clamped_grid`); its
+            kept rows are summed into ``total``.
+
+    Returns:
+        A table with columns ``UNIT``, the key columns, ``rows`` and (with ``value``) ``total``.
+    """
+    ibis = _engine.ibis()
+
+    cols: dict[str, Any] = {UNIT: table[unit]}
+    for k in keys:
+        cols[k] = table[k]
+    part = [UNIT, *keys]
+    if value is None:
+        pairs = table.select(**cols).group_by(part).aggregate(n=ibis._.count())
+        pairs = pairs.select(*part, rows=ibis.least(pairs.n, ibis.literal(max_rows, "int64")))
+    else:
+        cols["_sdp_v"] = value
+        rows = table.select(**cols)
+        rank = ibis.row_number().over(
+            group_by=part,
+            order_by=[digest([rows[c] for c in part] + [rows["_sdp_v"]], salt), rows["_sdp_v"]],
+        )
+        kept = rows.mutate(_sdp_r=rank).filter(ibis._["_sdp_r"] < max_rows)
+        pairs = kept.group_by(part).aggregate(
+            rows=ibis._.count(), total=ibis._["_sdp_v"].sum().cast("int64")
+        )
+    if max_groups is None or not keys:
+        return pairs
+    krank = ibis.row_number().over(
+        group_by=[pairs[UNIT]],
+        order_by=[digest([pairs[c] for c in part], salt), *[pairs[k] for k in keys]],
+    )
+    return pairs.mutate(_sdp_g=krank).filter(ibis._["_sdp_g"] < max_groups).drop("_sdp_g")
+
+
+def group(pairs: Any, keys: Sequence[str], with_total: bool) -> Any:
+    """Group bounded (person, key) rows by key: ``count`` (rows), ``persons``, and ``total``."""
+    ibis = _engine.ibis()
+
+    metrics: dict[str, Any] = {
+        "count": pairs.rows.sum().cast("int64"),
+        "persons": ibis._.count(),
+    }
+    if with_total:
+        metrics["total"] = pairs.total.sum().cast("int64")
+    if keys:
+        return pairs.group_by(list(keys)).aggregate(**metrics)
+    return pairs.aggregate(**metrics)

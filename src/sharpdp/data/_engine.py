@@ -1,0 +1,127 @@
+"""Tables in, Ibis tables out: where a session's data lives and which engine runs its queries.
+
+A CSV or Parquet path, or a pandas/Polars/Arrow frame, is registered with an embedded in-memory
+DuckDB connection (one per session); an Ibis table keeps its own backend (DuckDB, PySpark, ...).
+Nothing here pulls rows into Python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+import os
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sharpdp.errors import InvalidParameter
+
+__all__ = ["Source", "check_columns", "execute", "ibis", "open_table", "quiet"]
+
+_COUNTER = itertools.count()
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """An Ibis table and the backend that executes it.
+
+    Attributes:
+        table: the Ibis table expression.
+        backend: the Ibis backend (``backend.execute(expr)`` runs an expression).
+        engine: the backend's name (``"duckdb"``, ``"pyspark"``, ...).
+    """
+
+    table: Any
+    backend: Any
+    engine: str
+
+
+def ibis() -> Any:
+    """The ``ibis`` module (imported on first use; untyped, so handled as ``Any``)."""
+    return importlib.import_module("ibis")
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Silence the engines' own deprecation chatter (ibis 12 calls APIs DuckDB 2 and pandas 3
+    deprecate); sharpdp's warnings are not affected outside this block."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        yield
+
+
+def execute(backend: Any, expr: Any) -> Any:
+    """Run an Ibis expression on ``backend``; return a pandas DataFrame."""
+    with quiet():
+        return backend.execute(expr)
+
+
+def _is_ibis_table(obj: object) -> bool:
+    return isinstance(obj, importlib.import_module("ibis.expr.types").Table)
+
+
+def open_table(table: object, engine: Any = None) -> Source:
+    """Register ``table`` with an engine and return it as an Ibis table.
+
+    Args:
+        table: a ``.csv``/``.parquet`` path, a pandas/Polars DataFrame, a PyArrow table, or an Ibis
+            table (which keeps its backend).
+        engine: an Ibis backend to register non-Ibis tables with (default: a new in-memory DuckDB).
+
+    Returns:
+        The :class:`Source`.
+
+    Raises:
+        InvalidParameter: ``table`` is of another type, or a path with another suffix or missing.
+    """
+    with quiet():
+        return _open(table, engine)
+
+
+def _open(table: object, engine: Any) -> Source:
+    if _is_ibis_table(table):
+        t: Any = table
+        try:
+            backend = t.get_backend()
+        except Exception:  # an unbound memtable: run it on embedded DuckDB
+            backend = engine if engine is not None else ibis().duckdb.connect()
+            t = backend.create_table(f"sharpdp_{next(_COUNTER)}", t.execute(), temp=True)
+        return Source(t, backend, str(backend.name))
+    backend = engine if engine is not None else ibis().duckdb.connect()
+    name = f"sharpdp_{next(_COUNTER)}"
+    if isinstance(table, str | os.PathLike):
+        path = os.fspath(table)
+        if not os.path.exists(path):
+            raise InvalidParameter(f"table: no file at {path!r}")
+        lower = path.lower()
+        if lower.endswith(".csv") or lower.endswith(".csv.gz"):
+            t = backend.read_csv(path, table_name=name)
+        elif lower.endswith(".parquet") or lower.endswith(".pq"):
+            t = backend.read_parquet(path, table_name=name)
+        else:
+            raise InvalidParameter(f"table: path must end in .csv or .parquet, got {path!r}")
+        return Source(t, backend, str(backend.name))
+    module = type(table).__module__.split(".")[0]
+    if module in ("pandas", "polars", "pyarrow"):
+        t = backend.create_table(name, table)
+        return Source(t, backend, str(backend.name))
+    raise InvalidParameter(
+        "table must be a CSV/Parquet path, a pandas/Polars DataFrame, a PyArrow table or an Ibis "
+        f"table, got {type(table).__name__}"
+    )
+
+
+def check_columns(table: Any, parameter: str, columns: tuple[str, ...]) -> None:
+    """Raise :class:`InvalidParameter` naming ``parameter`` if a column is not in ``table``."""
+    names = set(table.columns)
+    for c in columns:
+        if not isinstance(c, str):
+            raise InvalidParameter(f"{parameter} must name columns (strings), got {c!r}")
+        if c not in names:
+            raise InvalidParameter(
+                f"{parameter}: no column {c!r} in the table (columns: {sorted(names)})"
+            )

@@ -1,0 +1,311 @@
+"""Queries: immutable plans, priced before they run.
+
+A :class:`Query` is built by a :class:`~sharpdp.data.Session` method (``count_by``, ``sum``,
+``top_k``...). Building validates every parameter, calibrates the noise and fixes the salt of its
+contribution bounding, and touches neither the data nor the budget. Then:
+
+* :meth:`Query.explain` prices it — mechanisms, noise, sensitivities or range, the item the
+  accountant will be charged and what the budget reads afterwards — still touching neither;
+* :meth:`Query.run` spends the charge durably through the session's accountant *first*
+  (``BudgetExceeded`` ⇒ nothing spent, nothing computed), then runs the bounded aggregation in the
+  engine and adds exact noise.
+
+Subclassing contract (one small module per query kind): a subclass is a frozen dataclass that
+fills the base fields (``statistics`` lists each noisy statistic with its mechanism and how many
+keys one person moves) and implements ``_release(rng) -> Release``, which runs the engine and
+samples. The charge, ``explain`` and ``run`` are inherited.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+import sharpdp as sdp
+from sharpdp.data._noise import expected_abs
+from sharpdp.errors import NotImplied
+from sharpdp.mechanisms._samplers import RNGLike, as_generator
+
+if TYPE_CHECKING:
+    from sharpdp.data._engine import Source
+    from sharpdp.data.release import Release
+
+__all__ = ["Bounding", "Explanation", "Query", "Statistic"]
+
+
+@dataclass(frozen=True, slots=True)
+class Bounding:
+    """Declared contribution bounds of a query.
+
+    Attributes:
+        max_rows: rows of one person kept per key (``max_rows`` per person when there is no key).
+        max_groups: keys one person contributes to (``None`` when there is one group).
+        salt: the query's salt for the seeded hash that ranks rows and keys.
+        clamp: ``(lower, upper)`` clamping bounds of summed values (per row), or ``None``.
+        step: the grid step summed values are rounded to (``None`` without values).
+    """
+
+    max_rows: int
+    max_groups: int | None
+    salt: str
+    clamp: tuple[float, float] | None = None
+    step: float | None = None
+
+    def __str__(self) -> str:
+        parts = [f"≤ {self.max_rows} row(s) per person per key"]
+        if self.max_groups is not None:
+            parts.append(f"≤ {self.max_groups} key(s) per person")
+        if self.clamp is not None:
+            parts.append(f"values clamped per row to [{self.clamp[0]:g}, {self.clamp[1]:g}]")
+        if self.step is not None and self.step != 1.0:
+            parts.append(f"rounded to multiples of {self.step:g}")
+        return "; ".join(parts) + f" (kept by MD5(unit|key|…|salt), salt {self.salt})"
+
+
+@dataclass(frozen=True, slots=True)
+class Statistic:
+    """One noisy statistic (or selection) of a query, as charged.
+
+    Attributes:
+        name: what it releases (``"count"``, ``"sum"``, ``"top-10"``, ``"new keys"``...).
+        mechanism: the mechanism (or guarantee) of one run.
+        copies: runs charged: the number of keys (or by-groups) one person can move.
+        sensitivity: per-key sensitivity Δ∞ (additive noise) or score range (selection), in the
+            mechanism's units; ``None`` for a pure guarantee (the δ of new keys).
+        route: how the mechanism was chosen or calibrated, with its reference.
+        selection: whether ``sensitivity`` is a score range (selection) rather than a shift.
+        unit: the value of one integer step of the statistic (a sum's grid step; 1 otherwise).
+    """
+
+    name: str
+    mechanism: sdp.Guarantee
+    copies: int
+    sensitivity: float | None
+    route: str
+    selection: bool = False
+    unit: float = 1.0
+
+    @property
+    def l1(self) -> float | None:
+        """ℓ1 sensitivity of the whole release (copies·Δ∞)."""
+        return None if self.sensitivity is None else self.copies * self.sensitivity
+
+    @property
+    def l2(self) -> float | None:
+        """ℓ2 sensitivity of the whole release (√copies·Δ∞)."""
+        return None if self.sensitivity is None else math.sqrt(self.copies) * self.sensitivity
+
+    def describe(self) -> str:
+        """One line: mechanism, noise, sensitivities and route."""
+        m = self.mechanism
+        noise = ""
+        if isinstance(m, sdp.DiscreteLaplace | sdp.DiscreteGaussian):
+            if isinstance(m, sdp.DiscreteLaplace):
+                noise = f"discrete Laplace, scale {float(Fraction(m.scale)):.6g}"
+            else:
+                noise = f"discrete Gaussian, σ {float(Fraction(m.sigma)):.6g}"
+            e_abs = expected_abs(m)
+            noise += f", E|Z| = {e_abs:.4g}"
+            if self.unit != 1.0:
+                noise += f" steps of {self.unit:g} (E|Z|·step = {e_abs * self.unit:.4g})"
+        if self.sensitivity is None:
+            sens = ""
+        elif self.selection:
+            sens = f"score range {self.sensitivity:g} (monotonic)"
+        else:
+            sens = f"sensitivity ℓ1 {self.l1:g}, ℓ2 {self.l2:.6g}, ℓ∞ {self.sensitivity:g}"
+        bits = [f"{self.name}: {m!r} × {self.copies}"]
+        bits += [b for b in (noise, sens) if b]
+        return "; ".join(bits) + f"\n      ({self.route})"
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What a query will cost and do, computed without touching the data or the budget.
+
+    Attributes:
+        query: the query, in words.
+        engine: the engine that will run it.
+        privacy_unit: the column protected.
+        bounding: the declared contribution bounds.
+        statistics: each noisy statistic or selection.
+        charge: the item given to ``Accountant.spend`` and its count.
+        cost: the charge alone, in the budget's currency (ε at the budget's δ, or ρ).
+        route: the composition analysis that priced the charge (winner), if several items.
+        spent_before: the account's odometer now.
+        spent_after: the odometer if the query ran now (an upper bound).
+        remaining_after: the budget left afterwards (≥ 0; 0 when it would not fit).
+        fits: whether ``run`` would be accepted now (``Accountant.would_fit``).
+        budget: the budget.
+        notes: further facts (partition-selection threshold, privacy split...).
+    """
+
+    query: str
+    engine: str
+    privacy_unit: str
+    bounding: Bounding
+    statistics: tuple[Statistic, ...]
+    charge: tuple[sdp.Guarantee, int]
+    cost: float
+    route: str
+    spent_before: float
+    spent_after: float
+    remaining_after: float
+    fits: bool
+    budget: sdp.Guarantee
+    notes: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        currency = "ρ" if isinstance(self.budget, sdp.ZCDP) else "ε"
+        at = f" at δ = {self.budget.delta_:g}" if isinstance(self.budget, sdp.ApproxDP) else ""
+        item, count = self.charge
+        lines = [
+            f"{self.query}  [engine: {self.engine}; privacy unit: {self.privacy_unit!r}]",
+            f"  bounding: {self.bounding}",
+        ]
+        lines += [f"  {s.describe()}" for s in self.statistics]
+        lines += [f"  {n}" for n in self.notes]
+        lines.append(f"  charge: {item!r}" + (f" × {count}" if count != 1 else ""))
+        lines.append(f"  cost: {currency} = {self.cost:.6g}{at} ({self.route})")
+        verdict = "fits" if self.fits else "does NOT fit (run() would raise BudgetExceeded)"
+        lines.append(
+            f"  budget {self.budget!r}: spent {self.spent_before:.6g} → {self.spent_after:.6g}, "
+            f"remaining {self.remaining_after:.6g}; {verdict}"
+        )
+        return "\n".join(lines)
+
+
+def _budget_reading(budget: sdp.Guarantee, items: list[tuple[sdp.Guarantee, int]]) -> float:
+    """Read a list of (item, count) in the budget's currency (an upper bound)."""
+    if not items:
+        return 0.0
+    if isinstance(budget, sdp.ZCDP):
+        total = Fraction(0)
+        for item, count in items:
+            z = sdp.convert(item, sdp.ZCDP)
+            assert isinstance(z, sdp.ZCDP)
+            total += count * Fraction(z.rho)
+        return _float_up(total)
+    delta = budget.delta_ if isinstance(budget, sdp.ApproxDP) else 0.0
+    return sdp.compose(items, adaptive=True).epsilon(delta)
+
+
+def _float_up(q: Fraction) -> float:
+    f = float(q)
+    return math.nextafter(f, math.inf) if Fraction(f) < q else f
+
+
+@dataclass(frozen=True, kw_only=True)
+class Query(ABC):
+    """Base of every query plan (see the module docstring for the subclassing contract).
+
+    Attributes:
+        description: the query in words.
+        source: the engine and table (not compared).
+        accountant: the session's accountant (not compared).
+        privacy_unit: the protected column.
+        bounding: the contribution bounds.
+        statistics: the noisy statistics and selections, in charge order.
+        notes: extra lines for ``explain()``.
+    """
+
+    description: str
+    source: Source = field(repr=False, compare=False)
+    accountant: sdp.Accountant = field(repr=False, compare=False)
+    privacy_unit: str
+    bounding: Bounding
+    statistics: tuple[Statistic, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def charge(self) -> tuple[sdp.Guarantee, int]:
+        """The (item, count) given to ``Accountant.spend``.
+
+        One statistic: its mechanism, ``copies`` times. Several: their adaptive composition
+        (``sdp.compose``), except under a zCDP budget, where the exact sum of their zCDP ρ
+        (``sdp.ZCDP(Σρ)``, rounded up; zCDP adds, Bun–Steinke 2016 Lemma 2.3) is charged.
+        """
+        items = [(s.mechanism, s.copies) for s in self.statistics]
+        if len(items) == 1:
+            return items[0]
+        if isinstance(self.accountant.budget, sdp.ZCDP):
+            return sdp.ZCDP(_budget_reading(self.accountant.budget, items)), 1
+        return sdp.compose(items, adaptive=True), 1
+
+    def explain(self) -> Explanation:
+        """Price the query: nothing is spent and the data is not read."""
+        acc = self.accountant
+        budget = acc.budget
+        item, count = self.charge
+        items = [(s.mechanism, s.copies) for s in self.statistics]
+        route = "exact characterisation of the mechanism"
+        try:
+            cost = _budget_reading(budget, [(item, count)])
+            if len(items) > 1 and not isinstance(budget, sdp.ZCDP):
+                delta = budget.delta_ if isinstance(budget, sdp.ApproxDP) else 0.0
+                winner = sdp.compose(items, adaptive=True).explain(delta=delta).winner
+                route = f"{winner.name}: {winner.theorem}"
+            history = [(e.item, e.count) for e in acc.history()]
+            before = acc.spent()
+            after = _budget_reading(budget, [*history, (item, count)])
+            fits = acc.would_fit(item, count)
+        except NotImplied as err:  # e.g. δ > 0 under a zCDP budget
+            cost, before, after, fits = math.inf, acc.spent(), math.inf, False
+            route = str(err)
+        total = (
+            budget.rho
+            if isinstance(budget, sdp.ZCDP)
+            else budget.epsilon(budget.delta_ if isinstance(budget, sdp.ApproxDP) else 0.0)
+        )
+        remaining = max(0.0, total - after) if fits else 0.0
+        return Explanation(
+            query=self.description,
+            engine=self.source.engine,
+            privacy_unit=self.privacy_unit,
+            bounding=self.bounding,
+            statistics=self.statistics,
+            charge=(item, count),
+            cost=cost,
+            route=route,
+            spent_before=before,
+            spent_after=after,
+            remaining_after=remaining,
+            fits=fits,
+            budget=budget,
+            notes=self.notes,
+        )
+
+    def run(self, rng: RNGLike = None) -> Release:
+        """Spend the charge durably, then compute and release.
+
+        Args:
+            rng: a seed or a ``numpy.random.Generator`` for the noise (``None``: fresh entropy).
+
+        Returns:
+            The :class:`~sharpdp.data.release.Release`.
+
+        Raises:
+            BudgetExceeded: the charge does not fit; nothing was spent or computed.
+
+        If the engine fails after the spend (e.g. the table vanished), the spend stays recorded:
+        a failure never refunds budget (it errs against the analyst, never against privacy).
+        """
+        generator = as_generator(rng)
+        item, count = self.charge
+        self.accountant.spend(item, count)
+        return self._release(generator)
+
+    @abstractmethod
+    def _release(self, rng: np.random.Generator) -> Release:
+        """Run the bounded aggregation in the engine and add noise (after the spend)."""
+
+    def _execute(self, expr: Any) -> Any:
+        """Run an Ibis expression on the query's engine; return a pandas DataFrame."""
+        from sharpdp.data._engine import execute
+
+        return execute(self.source.backend, expr)

@@ -1,0 +1,152 @@
+"""Released results: the values, their noise laws and confidence intervals.
+
+Intervals are computed from the *exact* noise law (discrete Laplace or Gaussian tails, rounded
+outward) and cover the true value of the statistic on the **bounded** data — after dropping rows
+beyond the contribution caps and clamping (plus grid rounding) of summed values — not the raw table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sharpdp import _validate
+from sharpdp.data._noise import IntegerNoise, half_width
+from sharpdp.errors import InvalidParameter
+
+__all__ = ["AdditiveRelease", "MeanRelease", "Release", "SelectionRelease"]
+
+
+def _level(level: object) -> float:
+    x = _validate.real("level", level)
+    if not 0.0 < x < 1.0:
+        raise InvalidParameter(f"level must be in (0, 1), got {x!r}")
+    return x
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """A released result.
+
+    Attributes:
+        query: the query, in words.
+        keys: the key columns of the result (empty for one total).
+        frame: the released values (key columns and released columns; nothing else).
+        noise: each released statistic's noise law (the same law for every cell, drawn
+            independently per cell), e.g. ``{"count": DiscreteLaplace(scale=10.0, ...)}``.
+    """
+
+    query: str
+    keys: tuple[str, ...]
+    frame: pd.DataFrame = field(repr=False)
+    noise: dict[str, IntegerNoise]
+
+    def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
+        """The released values with ``lower``/``upper`` bounds of a ``level`` confidence interval.
+
+        Args:
+            level: the coverage probability, in (0, 1).
+        """
+        _level(level)
+        return self.frame.copy()
+
+
+@dataclass(frozen=True, eq=False)
+class AdditiveRelease(Release):
+    """Counts or sums with additive integer noise: value = step·(true + Z).
+
+    ``to_pandas(level)`` adds ``lower``/``upper``: step·(released/step ∓ w) with w the least
+    integer such that P[|Z| ≤ w] ≥ level, computed from the exact law (so the interval covers the
+    bounded true value with probability ≥ level, for each cell separately).
+
+    Attributes:
+        value: the released column (``"count"`` or ``"sum"``).
+        step: the grid step (1 for counts and integer sums).
+    """
+
+    value: str = "count"
+    step: float = 1.0
+
+    def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
+        """See the class docstring."""
+        lv = _level(level)
+        out = self.frame.copy()
+        w = half_width(self.noise[self.value], lv)
+        vals = out[self.value].to_numpy()
+        if self.step == 1.0:
+            out["lower"] = vals - w
+            out["upper"] = vals + w
+        else:
+            ints = np.rint(vals / self.step).astype(np.int64)
+            out["lower"] = np.nextafter((ints - w) * self.step, -np.inf)
+            out["upper"] = np.nextafter((ints + w) * self.step, np.inf)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class MeanRelease(Release):
+    """Means: c + (noisy centred sum)/(noisy count), clamped to the bounds, per key.
+
+    Interval (conservative, valid): with probability ≥ 1 − (1 − level)/2 each, the true centred sum
+    S lies in [Ŝ − a, Ŝ + a] and the true count N in [N̂ − b, N̂ + b] (exact noise laws), so by the
+    union bound both hold with probability ≥ level; then the true mean c + S/N lies between the
+    extreme corner ratios of that box (S/N is monotone in each of S and N for N > 0), intersected
+    with [lower, upper] of the clamping bounds. If N̂ − b < 1 the interval is the whole clamping
+    range. Endpoints are rounded outward.
+
+    Attributes:
+        bounds: the clamping bounds (in value units, after grid rounding).
+        centre: c, the midpoint of the bounds.
+        half_step: the value of one unit of the (doubled, centred) integer sum.
+        sums: the released noisy centred sums (integers, in doubled grid units), per row of frame.
+        counts: the released noisy counts, per row of frame.
+    """
+
+    bounds: tuple[float, float] = (0.0, 0.0)
+    centre: float = 0.0
+    half_step: float = 1.0
+    sums: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    counts: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+
+    def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
+        """See the class docstring."""
+        lv = _level(level)
+        each = 1.0 - (1.0 - lv) / 2.0
+        a = half_width(self.noise["sum"], each)
+        b = half_width(self.noise["count"], each)
+        lo_b, hi_b = self.bounds
+        lowers, uppers = [], []
+        for s_hat, n_hat in zip(self.sums.tolist(), self.counts.tolist(), strict=True):
+            n_lo, n_hi = n_hat - b, n_hat + b
+            if n_lo < 1:
+                lowers.append(lo_b)
+                uppers.append(hi_b)
+                continue
+            s_lo, s_hi = s_hat - a, s_hat + a
+            r_lo = min(s_lo / n_lo, s_lo / n_hi)
+            r_hi = max(s_hi / n_lo, s_hi / n_hi)
+            lo = math.nextafter(self.centre + r_lo * self.half_step, -math.inf)
+            hi = math.nextafter(self.centre + r_hi * self.half_step, math.inf)
+            lowers.append(max(lo_b, lo))
+            uppers.append(min(hi_b, hi))
+        out = self.frame.copy()
+        out["lower"] = lowers
+        out["upper"] = uppers
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionRelease(Release):
+    """Selected keys (top-k or best), best first per group, with their ``rank`` (1 = best).
+
+    A selection releases which keys, not values: ``to_pandas`` has no interval columns.
+    """
+
+    def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
+        """The selected keys and their rank (``level`` is accepted for uniformity, unused)."""
+        _level(level)
+        return self.frame.copy()

@@ -1,0 +1,697 @@
+"""The session: one table, one privacy unit, one budget; queries are built here.
+
+Example:
+    >>> import pandas as pd
+    >>> import sharpdp as sdp
+    >>> t = pd.DataFrame({"who": [1, 1, 2, 3], "fruit": ["fig", "kiwi", "fig", "fig"]})
+    >>> s = sdp.data.Session(t, privacy_unit="who", budget=sdp.PureDP(1.0), seed=0)
+    >>> q = s.count_by("fruit", keys=["fig", "kiwi"], privacy=sdp.PureDP(0.5))
+    >>> q.explain().statistics[0].mechanism.scale   # t = Δ/ε = 1/0.5
+    2.0
+    >>> r = q.run(rng=0)
+    >>> list(r.to_pandas(level=0.9).columns)
+    ['fruit', 'count', 'lower', 'upper']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import os
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+import sharpdp as sdp
+from sharpdp import _validate
+from sharpdp.data import _bounding, _engine, _noise, _partition
+from sharpdp.data.counts import CountQuery
+from sharpdp.data.query import Bounding, Statistic
+from sharpdp.data.selection import SelectBestQuery, TopKQuery
+from sharpdp.data.sums import MeanQuery, SumQuery
+from sharpdp.errors import InvalidParameter
+
+__all__ = ["Session"]
+
+_TARGETS = (sdp.PureDP, sdp.ApproxDP, sdp.ZCDP, sdp.ApproxZCDP)
+_GRID_BITS = 10  # default grid: (U − L)/2^10 rounded down to a power of two, unless ...
+_INTEGER_GRID_BITS = 8  # ... the bounds are integers ≥ 2^8 apart (or the column is integer): step 1
+
+
+# --------------------------------------------------------------------------------------------------
+# Parameter checks (each names the parameter; nothing is spent when they raise)
+# --------------------------------------------------------------------------------------------------
+
+
+def _columns(name: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence) and value and all(isinstance(c, str) for c in value):
+        cols = tuple(value)
+        if len(set(cols)) != len(cols):
+            raise InvalidParameter(f"{name} must not repeat a column, got {list(cols)}")
+        return cols
+    raise InvalidParameter(
+        f"{name} must be a column name or a non-empty list of names, got {value!r}"
+    )
+
+
+def _privacy(value: object) -> sdp.Guarantee:
+    if not isinstance(value, _TARGETS):
+        raise InvalidParameter(
+            f"privacy must be sdp.PureDP, sdp.ApproxDP, sdp.ZCDP or sdp.ApproxZCDP, got {value!r}"
+        )
+    return value
+
+
+def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[Any, ...], ...]:
+    """Public keys: a list of values (one column), of tuples, or a DataFrame with the columns."""
+    if isinstance(value, pd.DataFrame):
+        missing = [c for c in columns if c not in value.columns]
+        if missing:
+            raise InvalidParameter(f"{name}: the key table has no column {missing[0]!r}")
+        rows = [tuple(r) for r in value[list(columns)].itertuples(index=False, name=None)]
+    elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        if len(columns) == 1:
+            rows = [v if isinstance(v, tuple) else (v,) for v in value]
+        else:
+            rows = [tuple(v) if isinstance(v, Sequence) else (v,) for v in value]
+    else:
+        raise InvalidParameter(f"{name} must be a list of keys or a DataFrame, got {value!r}")
+    if not rows:
+        raise InvalidParameter(f"{name} must not be empty")
+    for r in rows:
+        if len(r) != len(columns):
+            raise InvalidParameter(
+                f"{name}: each key must have {len(columns)} value(s) ({list(columns)}), got {r!r}"
+            )
+        if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in r):
+            raise InvalidParameter(f"{name}: keys must not be NULL/NaN, got {r!r}")
+    if len(set(rows)) != len(rows):
+        raise InvalidParameter(f"{name} must not repeat a key")
+    return tuple(rows)
+
+
+def _bounds(value: object) -> tuple[float, float]:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
+        raise InvalidParameter(f"bounds must be a pair (lower, upper), got {value!r}")
+    lo = _validate.real("bounds[0]", value[0])
+    hi = _validate.real("bounds[1]", value[1])
+    if not lo < hi:
+        raise InvalidParameter(f"bounds must satisfy lower < upper, got {value!r}")
+    return lo, hi
+
+
+def _halve(privacy: sdp.Guarantee) -> sdp.Guarantee:
+    """Half of a target, valid under composition of two (for a mean's sum and count)."""
+    if isinstance(privacy, sdp.PureDP):
+        return sdp.PureDP(privacy.epsilon_ / 2.0)
+    if isinstance(privacy, sdp.ApproxDP):
+        return sdp.ApproxDP(privacy.epsilon_ / 2.0, privacy.delta_ / 2.0)
+    if isinstance(privacy, sdp.ZCDP):
+        return sdp.ZCDP(privacy.rho / 2.0)
+    assert isinstance(privacy, sdp.ApproxZCDP)
+    return sdp.ZCDP(privacy.rho / 2.0)
+
+
+def _selection_target(privacy: sdp.Guarantee, copies: int) -> sdp.Guarantee:
+    """Per-run target of ``copies`` composed selections (basic/zCDP additivity; valid)."""
+    if isinstance(privacy, sdp.PureDP):
+        return sdp.PureDP(privacy.epsilon_ / copies)
+    if isinstance(privacy, sdp.ApproxDP):
+        return sdp.ApproxDP(privacy.epsilon_ / copies, privacy.delta_ / copies)
+    if isinstance(privacy, sdp.ZCDP):
+        return sdp.ZCDP(privacy.rho / copies)
+    assert isinstance(privacy, sdp.ApproxZCDP)
+    return sdp.ZCDP(privacy.rho / copies)
+
+
+class Session:
+    """Private queries over one table, protecting each person (``privacy_unit``) under a budget.
+
+    Neighbouring relation: add or remove all rows of one person. Every query declares contribution
+    bounds (``max_rows`` per key, ``max_groups`` keys per person), enforced in the engine by a
+    portable seeded hash (:mod:`sharpdp.data._bounding`); its noise is calibrated to the
+    ``privacy=`` target with the sensitivities the bounds imply, and its cost is spent through a
+    durable :class:`sharpdp.Accountant` before anything is released.
+
+    **NULL privacy units** are refused by default (``InvalidParameter`` naming ``privacy_unit``):
+    a NULL row belongs to no identifiable person, and treating all NULLs as one person would be
+    *unsafe* (a person's NULL rows would change a second "person", doubling the sensitivity).
+    ``null_units="drop"`` removes them in the engine instead, which is safe: a row-wise filter maps
+    neighbouring tables (one person's rows added) to neighbouring tables; those rows are then never
+    used, and how many there were is not reported (it is not a private statistic).
+
+    Args:
+        table: a ``.csv``/``.parquet`` path, a pandas/Polars DataFrame, a PyArrow table (run on an
+            embedded in-memory DuckDB), or an Ibis table (run on its own backend, e.g. PySpark).
+        privacy_unit: the column identifying a person.
+        budget: ``sdp.PureDP``, ``sdp.ApproxDP`` or ``sdp.ZCDP`` (enforced by the accountant).
+        ledger: ``None`` (in memory) or a ledger file path shared across processes.
+        analyst: the account charged.
+        engine: an Ibis backend to load non-Ibis tables into (default: new in-memory DuckDB).
+        null_units: ``"refuse"`` (default) or ``"drop"`` (see above).
+        seed: seeds the per-query salts of contribution bounding (``None``: 128 random bits). The
+            same seed and the same sequence of built queries keep the same rows on every engine.
+        period: the budget period label of the account.
+        max_groups: the default κ (keys per person) of queries that do not declare one.
+        max_rows: the default m (rows per person per key) of queries that do not declare one.
+
+    The set-up checks (the unit column exists, the table is not empty, NULL units) read the
+    table and are not private: they are for the data holder who opens the session.
+
+    Raises:
+        InvalidParameter: an unknown ``privacy_unit`` column, NULL units (with ``"refuse"``), an
+            empty table, or a bad budget/ledger/analyst.
+    """
+
+    def __init__(
+        self,
+        table: object,
+        privacy_unit: str,
+        budget: sdp.Guarantee,
+        ledger: str | os.PathLike[str] | None = None,
+        analyst: str = "default",
+        engine: Any = None,
+        *,
+        null_units: str = "refuse",
+        seed: int | None = None,
+        period: str = "all",
+        max_groups: int = 1,
+        max_rows: int = 1,
+    ) -> None:
+        self._max_groups = _validate.integer("max_groups", max_groups, minimum=1)
+        self._max_rows = _validate.integer("max_rows", max_rows, minimum=1)
+        if null_units not in ("refuse", "drop"):
+            raise InvalidParameter(f"null_units must be 'refuse' or 'drop', got {null_units!r}")
+        if seed is not None:
+            seed = _validate.integer("seed", seed, minimum=0)
+        source = _engine.open_table(table, engine)
+        _engine.check_columns(source.table, "privacy_unit", (privacy_unit,))
+        if _bounding.UNIT in source.table.columns:
+            raise InvalidParameter(f"table: the column name {_bounding.UNIT!r} is reserved")
+        t = source.table
+        stats = _engine.execute(
+            source.backend, t.aggregate(rows=t.count(), nulls=t[privacy_unit].isnull().sum())
+        )
+        rows = int(stats["rows"].iloc[0])
+        nulls = stats["nulls"].iloc[0]
+        nulls = 0 if pd.isna(nulls) else int(nulls)
+        if rows == 0:
+            raise InvalidParameter("table is empty (no rows to query)")
+        if nulls and null_units == "refuse":
+            raise InvalidParameter(
+                f"privacy_unit column {privacy_unit!r} has NULL values; rows without a person "
+                "cannot be protected as anyone's: clean them, or pass null_units='drop'"
+            )
+        if nulls:
+            t = t.filter(t[privacy_unit].notnull())
+            source = _engine.Source(t, source.backend, source.engine)
+        self._source = source
+        self._unit = privacy_unit
+        self._null_units = null_units
+        self._accountant = sdp.Accountant(
+            budget=budget, ledger=ledger, analyst=analyst, period=period
+        )
+        self._seed = secrets.randbits(128) if seed is None else seed
+        self._counter = itertools.count()
+
+    # -- properties -------------------------------------------------------------------------------
+    @property
+    def accountant(self) -> sdp.Accountant:
+        """The accountant that enforces the budget."""
+        return self._accountant
+
+    @property
+    def privacy_unit(self) -> str:
+        """The protected column."""
+        return self._unit
+
+    @property
+    def engine(self) -> str:
+        """The engine's name (``"duckdb"``, ``"pyspark"``...)."""
+        return self._source.engine
+
+    @property
+    def table(self) -> Any:
+        """The Ibis table queried (NULL units already dropped with ``null_units="drop"``)."""
+        return self._source.table
+
+    def __repr__(self) -> str:
+        return (
+            f"Session(engine={self.engine!r}, privacy_unit={self._unit!r}, "
+            f"budget={self._accountant.budget!r}, analyst={self._accountant.analyst!r})"
+        )
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _salt(self) -> str:
+        n = next(self._counter)
+        return hashlib.sha256(f"sharpdp-bounding:{self._seed}:{n}".encode()).hexdigest()[:32]
+
+    def _common(self) -> dict[str, Any]:
+        return {"source": self._source, "accountant": self._accountant, "privacy_unit": self._unit}
+
+    def _check(self, parameter: str, columns: tuple[str, ...]) -> None:
+        _engine.check_columns(self._source.table, parameter, columns)
+        if self._unit in columns:
+            raise InvalidParameter(f"{parameter} must not be the privacy unit {self._unit!r}")
+
+    def _numeric(self, column: str) -> bool:
+        """Check ``column`` is numeric (not boolean); return whether it is an integer column."""
+        self._check("column", (column,))
+        with _engine.quiet():
+            dtype = self._source.table.schema()[column]
+        if not dtype.is_numeric() or dtype.is_boolean():
+            raise InvalidParameter(f"column {column!r} must be numeric to sum, it is {dtype}")
+        return bool(dtype.is_integer())
+
+    def _grid(
+        self, integer: bool, lo: float, hi: float, granularity: float | None
+    ) -> tuple[float, int, int]:
+        if granularity is None:
+            if (
+                lo.is_integer()
+                and hi.is_integer()
+                and (integer or hi - lo >= 2.0**_INTEGER_GRID_BITS)
+            ):
+                step = 1.0
+            else:
+                step = 2.0 ** math.floor(math.log2((hi - lo) / 2.0**_GRID_BITS))
+        else:
+            step = _validate.positive("granularity", granularity)
+        lo_g = math.floor(lo / step + 0.5)
+        hi_g = math.floor(hi / step + 0.5)
+        if hi_g <= lo_g:
+            raise InvalidParameter(f"granularity {step!r} is coarser than the bounds ({lo}, {hi})")
+        if max(abs(lo_g), abs(hi_g)) > 2**40:
+            raise InvalidParameter(
+                f"granularity {step!r} is too fine for the bounds ({lo}, {hi}) (over 2^40 steps)"
+            )
+        return step, lo_g, hi_g
+
+    def _caps(self, max_rows: object, max_groups: object) -> tuple[int, int]:
+        """The query's caps, the session's defaults where not given."""
+        return (
+            self._max_rows if max_rows is None else _validate.integer("max_rows", max_rows),
+            self._max_groups if max_groups is None else _validate.integer("max_groups", max_groups),
+        )
+
+    # -- counts -----------------------------------------------------------------------------------
+    def count(self, *, privacy: sdp.Guarantee, max_rows: int | None = None) -> CountQuery:
+        """The number of rows, each person contributing at most ``max_rows``.
+
+        Args:
+            privacy: the target (``PureDP``/``ApproxDP``/``ZCDP``/``ApproxZCDP``).
+            max_rows: rows per person kept (Δ = ``max_rows``) (default: the session's).
+
+        Returns:
+            The :class:`~sharpdp.data.counts.CountQuery` (run it to release).
+        """
+        target = _privacy(privacy)
+        m, _ = self._caps(max_rows, None)
+        plan = _noise.calibrate_integer_noise(target, m, 1)
+        stat = Statistic("count", plan.mechanism, 1, float(m), plan.route)
+        return CountQuery(
+            description=f"count() with privacy {target!r}",
+            bounding=Bounding(m, None, self._salt()),
+            statistics=(stat,),
+            keys=(),
+            public=None,
+            noise=plan.mechanism,
+            **self._common(),
+        )
+
+    def count_by(
+        self,
+        columns: str | Sequence[str],
+        keys: object = None,
+        *,
+        privacy: sdp.Guarantee,
+        max_groups: int | None = None,
+        max_rows: int | None = None,
+    ) -> CountQuery:
+        """Row counts per key of ``columns``: over public ``keys``, or over keys found privately.
+
+        With ``keys`` (a list of values, of tuples for several columns, or a DataFrame) every key is
+        released, zeros included; rows of other keys are dropped before bounding. Without, a key
+        present in the bounded data is released iff its noisy count is ≥ τ, the least threshold
+        whose δ for new keys fits the δ of ``privacy`` (see :mod:`sharpdp.data._partition`): the
+        noise is then calibrated to the pure part (``ApproxDP(ε, δ)`` ⇒ discrete Laplace with
+        κ·m/t = ε; ``ApproxZCDP(ρ, δ)`` ⇒ discrete Gaussian with κm²/(2σ²) = ρ) and
+        ``ApproxDP(0, δ_new)`` is charged beside it.
+
+        Args:
+            columns: the key column(s).
+            keys: the public keys, or ``None`` for unknown keys.
+            privacy: the target of the whole release.
+            max_groups: κ, keys per person kept (default: the session's).
+            max_rows: m, rows per person per key kept (default: the session's).
+
+        Returns:
+            The :class:`~sharpdp.data.counts.CountQuery`.
+
+        Raises:
+            InvalidParameter: unknown columns, bad keys or caps, or unknown keys with a target or a
+                budget that has no δ.
+        """
+        cols = _columns("columns", columns)
+        self._check("columns", cols)
+        target = _privacy(privacy)
+        m, kappa = self._caps(max_rows, max_groups)
+        salt = self._salt()
+        bounding = Bounding(m, kappa, salt)
+        what = f"count_by({list(cols)}, keys={'public' if keys is not None else 'unknown'})"
+        if keys is not None:
+            public = _public("keys", keys, cols)
+            copies = min(kappa, len(public))
+            plan = _noise.calibrate_integer_noise(target, m, copies)
+            stat = Statistic("count", plan.mechanism, copies, float(m), plan.route)
+            return CountQuery(
+                description=f"{what} with privacy {target!r}",
+                bounding=bounding,
+                statistics=(stat,),
+                keys=cols,
+                public=public,
+                noise=plan.mechanism,
+                **self._common(),
+            )
+        if isinstance(target, sdp.ApproxDP):
+            pure: sdp.Guarantee = sdp.PureDP(target.epsilon_)
+            delta = target.delta_
+        elif isinstance(target, sdp.ApproxZCDP):
+            pure, delta = sdp.ZCDP(target.rho, target.xi), target.delta_
+        else:
+            raise InvalidParameter(
+                f"privacy: unknown keys (keys=None) need a target with delta > 0 "
+                f"(sdp.ApproxDP or sdp.ApproxZCDP), got {target!r}; or pass public keys="
+            )
+        if delta <= 0.0:
+            raise InvalidParameter(f"privacy: unknown keys need delta > 0, got {target!r}")
+        if isinstance(self._accountant.budget, sdp.PureDP | sdp.ZCDP):
+            raise InvalidParameter(
+                f"keys=None: partition selection spends δ > 0, which the budget "
+                f"{self._accountant.budget!r} cannot pay; pass public keys="
+            )
+        plan = _noise.calibrate_integer_noise(pure, m, kappa)
+        tau, delta_new = _partition.threshold(plan.mechanism, m, kappa, delta)
+        stats = (
+            Statistic("count", plan.mechanism, kappa, float(m), plan.route),
+            Statistic(
+                "new keys",
+                sdp.ApproxDP(0.0, delta_new),
+                1,
+                None,
+                f"threshold τ = {tau}: δ_new = 1 − (1 − P[Z ≥ τ − m])^κ with the exact noise tail",
+            ),
+        )
+        return CountQuery(
+            description=f"{what} with privacy {target!r}",
+            bounding=bounding,
+            statistics=stats,
+            keys=cols,
+            public=None,
+            noise=plan.mechanism,
+            tau=tau,
+            notes=(f"keys released when the noisy count is ≥ τ = {tau} (δ_new = {delta_new:.4g})",),
+            **self._common(),
+        )
+
+    # -- sums and means ---------------------------------------------------------------------------
+    def _value_setup(
+        self,
+        column: str,
+        bounds: object,
+        by: str | Sequence[str] | None,
+        keys: object,
+        max_rows: object,
+        max_groups: object,
+        granularity: float | None,
+    ) -> tuple[tuple[float, int, int], tuple[float, float], tuple[str, ...], Any, int, int]:
+        if not isinstance(column, str):
+            raise InvalidParameter(f"column must be a column name, got {column!r}")
+        integer = self._numeric(column)
+        lo, hi = _bounds(bounds)
+        m, kappa = self._caps(max_rows, max_groups)
+        grid = self._grid(integer, lo, hi, granularity)
+        if by is None:
+            if keys is not None:
+                raise InvalidParameter("keys is only used with by=")
+            return grid, (lo, hi), (), None, m, 1
+        cols = _columns("by", by)
+        self._check("by", cols)
+        if keys is None:
+            raise InvalidParameter(
+                "keys: sums and means by group need public keys (find them privately first with "
+                "count_by(..., keys=None))"
+            )
+        public = _public("keys", keys, cols)
+        return grid, (lo, hi), cols, public, m, min(kappa, len(public))
+
+    def sum(
+        self,
+        column: str,
+        bounds: tuple[float, float],
+        *,
+        privacy: sdp.Guarantee,
+        max_rows: int | None = None,
+        by: str | Sequence[str] | None = None,
+        keys: object = None,
+        max_groups: int | None = None,
+        granularity: float | None = None,
+    ) -> SumQuery:
+        """The sum of ``column`` clamped per row to ``bounds`` (per public key with ``by``).
+
+        Values are rounded to a grid of step ``granularity`` (default: 1 for an integer column with
+        integer bounds, or for integer bounds at least 2^8 apart; else the power of two just below
+        (U − L)/2^10), so the noise is integer and exact; see :mod:`sharpdp.data.sums`. Rounding
+        moves each value by at most half a step (the interval covers the rounded data). NULL
+        values are skipped.
+
+        Args:
+            column: a numeric column.
+            bounds: (L, U), L < U.
+            privacy: the target.
+            max_rows: rows per person (per key) kept (default: the session's).
+            by: by-column(s), or ``None`` for one total.
+            keys: the public by-keys (required with ``by``).
+            max_groups: by-keys per person kept (default: the session's).
+            granularity: the grid step (see above).
+
+        Returns:
+            The :class:`~sharpdp.data.sums.SumQuery`.
+        """
+        target = _privacy(privacy)
+        grid, clamp, cols, public, m, copies = self._value_setup(
+            column, bounds, by, keys, max_rows, max_groups, granularity
+        )
+        step, lo_g, hi_g = grid
+        sens = m * max(abs(lo_g), abs(hi_g))
+        plan = _noise.calibrate_integer_noise(target, sens, copies)
+        kappa = None if not cols else self._caps(None, max_groups)[1]
+        return SumQuery(
+            description=f"sum({column!r}, bounds={clamp}, by={list(cols) or None}) with privacy "
+            f"{target!r}",
+            bounding=Bounding(m, kappa, self._salt(), clamp, step),
+            statistics=(
+                Statistic("sum", plan.mechanism, copies, float(sens), plan.route, unit=step),
+            ),
+            column=column,
+            keys=cols,
+            public=public,
+            grid=grid,
+            noise=plan.mechanism,
+            **self._common(),
+        )
+
+    def mean(
+        self,
+        column: str,
+        bounds: tuple[float, float],
+        *,
+        privacy: sdp.Guarantee,
+        max_rows: int | None = None,
+        by: str | Sequence[str] | None = None,
+        keys: object = None,
+        max_groups: int | None = None,
+        granularity: float | None = None,
+    ) -> MeanQuery:
+        """The mean of ``column`` clamped to ``bounds``: centred noisy sum / noisy count.
+
+        The privacy is split evenly between the centred sum and the count (see
+        :mod:`sharpdp.data.sums`); the interval of ``to_pandas`` is the conservative ratio interval
+        of :class:`~sharpdp.data.release.MeanRelease`. Arguments as for :meth:`sum`.
+
+        Returns:
+            The :class:`~sharpdp.data.sums.MeanQuery`.
+        """
+        target = _privacy(privacy)
+        grid, clamp, cols, public, m, copies = self._value_setup(
+            column, bounds, by, keys, max_rows, max_groups, granularity
+        )
+        step, lo_g, hi_g = grid
+        half = _halve(target)
+        sum_sens = m * (hi_g - lo_g)
+        sum_plan = _noise.calibrate_integer_noise(half, sum_sens, copies)
+        count_plan = _noise.calibrate_integer_noise(half, m, copies)
+        kappa = None if not cols else self._caps(None, max_groups)[1]
+        return MeanQuery(
+            description=f"mean({column!r}, bounds={clamp}, by={list(cols) or None}) with privacy "
+            f"{target!r}",
+            bounding=Bounding(m, kappa, self._salt(), clamp, step),
+            statistics=(
+                Statistic(
+                    "centred sum (2·value − (L + U), grid units)",
+                    sum_plan.mechanism,
+                    copies,
+                    float(sum_sens),
+                    sum_plan.route,
+                    unit=step / 2.0,
+                ),
+                Statistic("count", count_plan.mechanism, copies, float(m), count_plan.route),
+            ),
+            notes=(f"privacy split evenly: {half!r} for the centred sum and for the count",),
+            column=column,
+            keys=cols,
+            public=public,
+            grid=grid,
+            sum_noise=sum_plan.mechanism,
+            count_noise=count_plan.mechanism,
+            **self._common(),
+        )
+
+    # -- selection --------------------------------------------------------------------------------
+    def _selection_setup(
+        self, column: str, keys: object, by: str | Sequence[str] | None, by_keys: object
+    ) -> tuple[tuple[Any, ...], tuple[str, ...], tuple[tuple[Any, ...], ...] | None]:
+        if not isinstance(column, str):
+            raise InvalidParameter(f"column must be a column name, got {column!r}")
+        self._check("column", (column,))
+        if keys is None:
+            raise InvalidParameter("keys must list the public candidates of column")
+        candidates = tuple(k[0] for k in _public("keys", keys, (column,)))
+        if by is None:
+            if by_keys is not None:
+                raise InvalidParameter("by_keys is only used with by=")
+            return candidates, (), None
+        cols = _columns("by", by)
+        self._check("by", cols)
+        if column in cols:
+            raise InvalidParameter(f"by must not contain column {column!r}")
+        if by_keys is None:
+            raise InvalidParameter("by_keys: the by-groups of a top-k must be public; list them")
+        return candidates, cols, _public("by_keys", by_keys, cols)
+
+    def top_k(
+        self,
+        column: str,
+        k: int,
+        *,
+        keys: object,
+        privacy: sdp.Guarantee,
+        max_groups: int | None = None,
+        max_rows: int | None = None,
+        by: str | Sequence[str] | None = None,
+        by_keys: object = None,
+    ) -> TopKQuery:
+        """The private top-``k`` values of ``column`` by bounded count, among public ``keys``.
+
+        One-shot Gumbel top-k (:class:`sharpdp.TopK`) with score range ``max_rows`` (monotonic
+        counts; see :mod:`sharpdp.data.selection`), calibrated to ``privacy``. With ``by``, one
+        top-k per public by-group (``by_keys``), charged min(κ, #groups) times (each run gets the
+        target divided by that number: basic composition, valid; the accountant composes the runs
+        sharply).
+
+        Args:
+            column: the candidate column.
+            k: how many to release (1 ≤ k ≤ number of candidates).
+            keys: the public candidates.
+            privacy: the target.
+            max_groups: κ, (by-group, candidate) pairs per person kept (default: the session's).
+            max_rows: m, rows per person per pair kept (default: the session's).
+            by: by-column(s) or ``None``.
+            by_keys: the public by-groups (required with ``by``).
+
+        Returns:
+            The :class:`~sharpdp.data.selection.TopKQuery`.
+        """
+        target = _privacy(privacy)
+        kk = _validate.integer("k", k, minimum=1)
+        candidates, cols, groups = self._selection_setup(column, keys, by, by_keys)
+        if kk > len(candidates):
+            raise InvalidParameter(f"k must be <= the {len(candidates)} candidates, got {kk}")
+        m, kappa = self._caps(max_rows, max_groups)
+        copies = 1 if groups is None else min(kappa, len(groups))
+        per_run = _selection_target(target, copies)
+        mech = sdp.calibrate(sdp.TopK, per_run, sensitivity=float(m), k=kk, monotonic=True)
+        return TopKQuery(
+            description=f"top_k({column!r}, k={kk}, by={list(cols) or None}) with privacy "
+            f"{target!r}",
+            bounding=Bounding(m, kappa, self._salt()),
+            statistics=(
+                Statistic(
+                    f"top-{kk}",
+                    mech,
+                    copies,
+                    float(m),
+                    "one-shot Gumbel ≡ k peeling exponential mechanisms, each ε-BR on monotonic "
+                    "scores (Durfee–Rogers 2019); calibrated on its exact k-fold BR curve",
+                    selection=True,
+                ),
+            ),
+            column=column,
+            candidates=candidates,
+            by=cols,
+            groups=groups,
+            mechanism=mech,
+            **self._common(),
+        )
+
+    def select_best(
+        self,
+        column: str,
+        *,
+        keys: object,
+        privacy: sdp.Guarantee,
+        max_groups: int | None = None,
+    ) -> SelectBestQuery:
+        """One exponential mechanism choosing the candidate approved by the most persons.
+
+        Each person approves at most ``max_groups`` of the public ``keys`` (its values of
+        ``column``, capped by the seeded hash); a candidate's score is its number of approving
+        persons (score range 1, monotonic: P[y] ∝ exp(ε·score_y)).
+
+        Args:
+            column: the candidate column.
+            keys: the public candidates.
+            privacy: the target.
+            max_groups: κ, approvals per person (default: the session's).
+
+        Returns:
+            The :class:`~sharpdp.data.selection.SelectBestQuery`.
+        """
+        target = _privacy(privacy)
+        candidates, _, _ = self._selection_setup(column, keys, None, None)
+        kappa = self._caps(None, max_groups)[1]
+        mech = sdp.calibrate(sdp.Exponential, target, sensitivity=1.0, monotonic=True)
+        return SelectBestQuery(
+            description=f"select_best({column!r}) with privacy {target!r}",
+            bounding=Bounding(1, kappa, self._salt()),
+            statistics=(
+                Statistic(
+                    "best",
+                    mech,
+                    1,
+                    1.0,
+                    "exponential mechanism on approval counts, ε-BR (McSherry–Talwar 2007; "
+                    "Rogers–Steinke 2021 Lemma 3)",
+                    selection=True,
+                ),
+            ),
+            column=column,
+            candidates=candidates,
+            mechanism=mech,
+            **self._common(),
+        )

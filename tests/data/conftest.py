@@ -1,0 +1,109 @@
+"""Fixtures of the data-layer tests: small tables, the flights, an independent bounding reference.
+
+The reference re-implements the contribution-bounding rule of ``sharpdp.data._bounding`` in plain
+pandas + ``hashlib`` (MD5 of ``unit|key…|salt``, keep the ``max_groups`` smallest digests per person,
+``min(rows, max_rows)`` per (person, key)), so engine results are checked against a computation that
+shares no code with sharpdp.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sharpdp as sdp
+
+
+def _text(v: Any) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "\\N"
+    return str(v)
+
+
+def md5(parts: Sequence[Any], salt: str) -> str:
+    return hashlib.md5("|".join([*(_text(p) for p in parts), salt]).encode()).hexdigest()
+
+
+def bounded_pairs(
+    df: pd.DataFrame, unit: str, keys: Sequence[str], max_rows: int, max_groups: int, salt: str
+) -> pd.DataFrame:
+    """One row per kept (unit, key): columns unit, keys, rows = min(n, max_rows)."""
+    n = df.groupby([unit, *keys], dropna=False).size().reset_index(name="n")
+    n["rows"] = np.minimum(n["n"], max_rows)
+    n["digest"] = [md5([r[unit], *(r[k] for k in keys)], salt) for _, r in n.iterrows()]
+    n = n.sort_values([unit, "digest"], kind="mergesort")
+    n["rank"] = n.groupby(unit).cumcount()
+    return n[n["rank"] < max_groups][[unit, *keys, "rows"]].reset_index(drop=True)
+
+
+def bounded_counts(
+    df: pd.DataFrame, unit: str, keys: Sequence[str], max_rows: int, max_groups: int, salt: str
+) -> dict[tuple[Any, ...], int]:
+    pairs = bounded_pairs(df, unit, keys, max_rows, max_groups, salt)
+    out = pairs.groupby(list(keys))["rows"].sum()
+    return {(k if isinstance(k, tuple) else (k,)): int(v) for k, v in out.items()}
+
+
+class Reference:
+    """The independent bounding reference (as a fixture, since test modules cannot import)."""
+
+    md5 = staticmethod(md5)
+    bounded_pairs = staticmethod(bounded_pairs)
+    bounded_counts = staticmethod(bounded_counts)
+
+
+@pytest.fixture(scope="session")
+def reference() -> type[Reference]:
+    return Reference
+
+
+@pytest.fixture(scope="session")
+def small() -> pd.DataFrame:
+    """120 persons, 5 fruits, Zipf-ish: some persons with many rows and many fruits."""
+    rng = np.random.default_rng(20261123)
+    fruits = np.array(["apple", "banana", "cherry", "date", "elder"])
+    rows = []
+    for person in range(120):
+        n = int(rng.integers(1, 9))
+        picks = rng.choice(5, size=n, p=[0.4, 0.25, 0.15, 0.12, 0.08])
+        for f in picks:
+            rows.append((f"p{person:03d}", fruits[f], float(rng.integers(-20, 120)) + 0.5))
+    return pd.DataFrame(rows, columns=["person", "fruit", "amount"])
+
+
+@pytest.fixture(scope="session")
+def flights() -> pd.DataFrame:
+    return sdp.data.datasets.flights()
+
+
+@pytest.fixture
+def big_budget() -> sdp.Guarantee:
+    return sdp.PureDP(1e9)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A local-mode SparkSession (2 threads, 2 shuffle partitions)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sharpdp-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -1,0 +1,101 @@
+"""Bad input: a clear sharpdp error naming the parameter, and nothing spent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import sharpdp as sdp
+
+FRUITS = ["apple", "banana", "cherry", "date", "elder"]
+P = sdp.PureDP(0.1)
+
+
+@pytest.fixture
+def session(small: pd.DataFrame) -> sdp.data.Session:
+    return sdp.data.Session(small.assign(label=small["fruit"]), "person", sdp.PureDP(1.0), seed=0)
+
+
+BAD_QUERIES: list[tuple[str, Callable[[Any], Any], str]] = [
+    ("unknown key column", lambda s: s.count_by("colour", keys=FRUITS, privacy=P), "colour"),
+    ("unknown by column", lambda s: s.sum("amount", (0, 1), privacy=P, by="x", keys=[1]), "by"),
+    ("unknown sum column", lambda s: s.sum("weight", (0, 1), privacy=P), "weight"),
+    ("non-numeric sum", lambda s: s.sum("fruit", (0, 1), privacy=P), "numeric"),
+    ("non-numeric mean", lambda s: s.mean("label", (0, 1), privacy=P), "numeric"),
+    ("reversed bounds", lambda s: s.sum("amount", (10, 0), privacy=P), "bounds"),
+    ("equal bounds", lambda s: s.mean("amount", (3, 3), privacy=P), "bounds"),
+    ("NaN bound", lambda s: s.sum("amount", (float("nan"), 1), privacy=P), r"bounds\[0\]"),
+    ("k = 0", lambda s: s.top_k("fruit", 0, keys=FRUITS, privacy=P), "k"),
+    ("k < 0", lambda s: s.top_k("fruit", -2, keys=FRUITS, privacy=P), "k"),
+    ("k too large", lambda s: s.top_k("fruit", 6, keys=FRUITS, privacy=P), "k"),
+    ("no candidates", lambda s: s.top_k("fruit", 1, keys=[], privacy=P), "keys"),
+    (
+        "by without keys",
+        lambda s: s.top_k("fruit", 1, keys=FRUITS, privacy=P, by="label"),
+        "by_keys",
+    ),
+    (
+        "max_groups 0",
+        lambda s: s.count_by("fruit", keys=FRUITS, privacy=P, max_groups=0),
+        "max_groups",
+    ),
+    ("max_rows float", lambda s: s.count(privacy=P, max_rows=1.5), "max_rows"),
+    ("privacy type", lambda s: s.count(privacy=0.1), "privacy"),
+    ("pure unknown keys", lambda s: s.count_by("fruit", privacy=P), "privacy"),
+    (
+        "grouping by the unit",
+        lambda s: s.count_by("person", keys=["p001"], privacy=P),
+        "privacy unit",
+    ),
+    ("sum by without keys", lambda s: s.sum("amount", (0, 1), privacy=P, by="fruit"), "keys"),
+    ("duplicate keys", lambda s: s.count_by("fruit", keys=["apple", "apple"], privacy=P), "keys"),
+]
+
+
+@pytest.mark.parametrize(("case", "build", "names"), BAD_QUERIES, ids=[c[0] for c in BAD_QUERIES])
+def test_bad_query_raises_naming_parameter(
+    session: sdp.data.Session, case: str, build: Callable[[Any], Any], names: str
+) -> None:
+    with pytest.raises(sdp.SharpDPError, match=names):
+        build(session)
+    assert session.accountant.history() == ()
+
+
+def test_unknown_privacy_unit(small: pd.DataFrame) -> None:
+    with pytest.raises(sdp.InvalidParameter, match=r"privacy_unit.*'who'"):
+        sdp.data.Session(small, "who", sdp.PureDP(1.0))
+
+
+def test_null_units_refused_by_default_and_dropped_on_request(small: pd.DataFrame) -> None:
+    holes = small.copy()
+    holes.loc[holes.index[:7], "person"] = None
+    with pytest.raises(sdp.InvalidParameter, match=r"privacy_unit.*NULL"):
+        sdp.data.Session(holes, "person", sdp.PureDP(1.0))
+    s = sdp.data.Session(holes, "person", sdp.PureDP(1e9), null_units="drop", seed=0)
+    r = s.count(privacy=sdp.PureDP(1e3), max_rows=100).run(rng=0).to_pandas()
+    assert int(r["count"].iloc[0]) == len(small) - 7  # no noise at this ε (P[Z ≠ 0] < 1e-40)
+    with pytest.raises(sdp.InvalidParameter, match="null_units"):
+        sdp.data.Session(holes, "person", sdp.PureDP(1.0), null_units="ignore")
+
+
+def test_empty_table(small: pd.DataFrame) -> None:
+    with pytest.raises(sdp.InvalidParameter, match="empty"):
+        sdp.data.Session(small.iloc[:0], "person", sdp.PureDP(1.0))
+
+
+def test_bad_table_and_budget(small: pd.DataFrame, tmp_path: Any) -> None:
+    with pytest.raises(sdp.InvalidParameter, match="table"):
+        sdp.data.Session({"person": [1]}, "person", sdp.PureDP(1.0))
+    with pytest.raises(sdp.InvalidParameter, match="table"):
+        sdp.data.Session(str(tmp_path / "missing.csv"), "person", sdp.PureDP(1.0))
+    with pytest.raises(sdp.InvalidParameter, match="budget"):
+        sdp.data.Session(small, "person", sdp.GDP(1.0))
+
+
+def test_bad_level(session: sdp.data.Session) -> None:
+    r = session.count(privacy=P).run(rng=0)
+    with pytest.raises(sdp.InvalidParameter, match="level"):
+        r.to_pandas(level=1.0)

@@ -1,0 +1,174 @@
+"""Contribution bounding in the engine: caps hold (checked in SQL), kept rows match an independent
+pandas + hashlib implementation, sensitivities are derived from the caps and bounds."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import ibis
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import sharpdp as sdp
+from sharpdp.data import _bounding, _engine
+
+FRUITS = ["apple", "banana", "cherry", "date", "elder"]
+
+
+def _sql_max(backend: Any, sql: str) -> int:
+    """Run raw SQL on the DuckDB connection behind the Ibis backend (the engine itself)."""
+    return int(backend.con.execute(sql).fetchone()[0])
+
+
+@pytest.mark.parametrize(("max_rows", "max_groups"), [(1, 1), (2, 3), (3, 2)])
+def test_caps_hold_in_sql(small: pd.DataFrame, max_rows: int, max_groups: int) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=5)
+    q = s.count_by(
+        "fruit", keys=FRUITS, privacy=sdp.PureDP(1.0), max_groups=max_groups, max_rows=max_rows
+    )
+    pairs = _bounding.per_person_key(
+        s.table,
+        "person",
+        ("fruit",),
+        max_rows=max_rows,
+        max_groups=max_groups,
+        salt=q.bounding.salt,
+    )
+    con = s._source.backend
+    with _engine.quiet():
+        sql = ibis.to_sql(pairs, dialect="duckdb")
+    keys_per_person = _sql_max(
+        con, f"SELECT max(c) FROM (SELECT _sdp_unit, count(*) AS c FROM ({sql}) GROUP BY 1)"
+    )
+    rows_per_pair = _sql_max(con, f"SELECT max(rows) FROM ({sql})")
+    assert keys_per_person == max_groups  # the table has persons with more fruits than any cap
+    assert rows_per_pair == max_rows
+
+
+def test_rows_kept_by_value_respect_caps(small: pd.DataFrame) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=5)
+    value = _bounding.clamped_grid(s.table["amount"], 0.0, 100.0, 0.5)
+    pairs = _bounding.per_person_key(
+        s.table, "person", ("fruit",), max_rows=2, max_groups=2, salt="x", value=value
+    )
+    with _engine.quiet():
+        out = s._source.backend.execute(pairs)
+    assert out["rows"].max() == 2
+    assert out.groupby("_sdp_unit").size().max() == 2
+    assert out["total"].max() <= 2 * 200  # ≤ 2 rows of at most 100/0.5 grid steps
+    assert out["total"].min() >= 0
+
+
+@pytest.mark.parametrize(("max_rows", "max_groups"), [(1, 1), (2, 3)])
+def test_kept_keys_match_independent_hash(
+    small: pd.DataFrame, reference: type, max_rows: int, max_groups: int
+) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=9)
+    q = s.count_by(
+        "fruit", keys=FRUITS, privacy=sdp.PureDP(1.0), max_groups=max_groups, max_rows=max_rows
+    )
+    pairs = _bounding.per_person_key(
+        s.table,
+        "person",
+        ("fruit",),
+        max_rows=max_rows,
+        max_groups=max_groups,
+        salt=q.bounding.salt,
+    )
+    with _engine.quiet():
+        got = s._source.backend.execute(pairs)
+    got = got.rename(columns={"_sdp_unit": "person"}).sort_values(["person", "fruit"])
+    want = reference.bounded_pairs(
+        small, "person", ["fruit"], max_rows, max_groups, q.bounding.salt
+    ).sort_values(["person", "fruit"])
+    pd.testing.assert_frame_equal(
+        got[["person", "fruit", "rows"]].reset_index(drop=True),
+        want[["person", "fruit", "rows"]].reset_index(drop=True),
+        check_dtype=False,
+    )
+
+
+def test_salt_changes_per_query(small: pd.DataFrame) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=1)
+    a = s.count(privacy=sdp.PureDP(1.0))
+    b = s.count(privacy=sdp.PureDP(1.0))
+    assert a.bounding.salt != b.bounding.salt
+    # the same seed and the same sequence of queries give the same salts (engine-independent)
+    s2 = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=1)
+    assert s2.count(privacy=sdp.PureDP(1.0)).bounding.salt == a.bounding.salt
+
+
+def test_sensitivities_derived_from_caps(small: pd.DataFrame) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=1)
+    fruits = ["apple", "banana", "cherry", "date", "elder"]
+    c = s.count_by("fruit", keys=fruits, privacy=sdp.PureDP(1.0), max_groups=3, max_rows=2)
+    stat = c.explain().statistics[0]
+    assert (stat.sensitivity, stat.l1, stat.l2, stat.copies) == (2.0, 6.0, 2.0 * math.sqrt(3), 3)
+    # pure ε of 3 copies of discrete Laplace(t, Δ=2) is 3·2/t: t = 6 for ε = 1
+    assert stat.mechanism == sdp.DiscreteLaplace(6.0, sensitivity=2)
+    # copies never exceed the number of public keys
+    c2 = s.count_by("fruit", keys=fruits[:2], privacy=sdp.PureDP(1.0), max_groups=3)
+    assert c2.statistics[0].copies == 2
+    # sum: Δ∞ = m·max(|L|, |U|) on the grid (integer bounds ≥ 2^8 apart: step 1)
+    sm = s.sum("amount", bounds=(-300, 100), privacy=sdp.PureDP(1.0), max_rows=2)
+    assert sm.statistics[0].sensitivity == 600.0
+    assert sm.bounding.step == 1.0
+    # mean: the centred doubled sum moves by m·(U − L) grid steps, the count by m
+    mn = s.mean("amount", bounds=(0.0, 10.0), privacy=sdp.PureDP(1.0), max_rows=3)
+    step = mn.bounding.step
+    assert step == 2.0 ** math.floor(math.log2(10.0 / 1024))
+    assert mn.statistics[0].sensitivity == 3 * round(10.0 / step)
+    assert mn.statistics[1].sensitivity == 3.0
+    # top-k: the score range is max_rows (monotonic counts)
+    tk = s.top_k("fruit", 2, keys=fruits, privacy=sdp.PureDP(1.0), max_groups=2, max_rows=3)
+    assert tk.statistics[0].sensitivity == 3.0
+    assert tk.mechanism.monotonic
+    assert tk.mechanism.sensitivity == 3.0
+
+
+def test_huge_epsilon_counts_equal_bounded_truth_flights(
+    flights: pd.DataFrame, reference: type
+) -> None:
+    # Discrete Laplace of scale κm/ε = 6e-3: P[Z ≠ 0] = 2q/(1 + q) with q = e^{-166}: the counts
+    # equal the truth except with probability < 1e-70 (false-failure rate).
+    s = sdp.data.Session(flights, "tailnum", sdp.PureDP(1e9), null_units="drop", seed=3)
+    carriers = sorted(flights["carrier"].unique())
+    q = s.count_by("carrier", keys=carriers, privacy=sdp.PureDP(1e3), max_groups=2, max_rows=3)
+    got = q.run(rng=1).to_pandas()
+    truth = reference.bounded_counts(
+        flights[flights["tailnum"].notna()], "tailnum", ["carrier"], 3, 2, q.bounding.salt
+    )
+    assert dict(zip(got["carrier"], got["count"], strict=True)) == {
+        c: truth.get((c,), 0) for c in carriers
+    }
+
+
+def test_confidence_intervals_cover_at_their_level(small: pd.DataFrame, reference: type) -> None:
+    # 100 runs × 5 keys of an exact 90% interval: coverage is ≥ 0.9 per cell, so the number of
+    # misses over 500 cells is stochastically ≤ Binomial(500, 0.1) — the cells of one run are
+    # independent (independent noise). Fail if misses exceed its 1 − 1e-6 quantile (false-failure
+    # rate < 1e-6); the exact intervals are also not grossly conservative (≥ 5 misses expected).
+    s = sdp.data.Session(small, "person", sdp.ZCDP(1e9), seed=2)
+    fruits = ["apple", "banana", "cherry", "date", "elder"]
+    q = s.count_by("fruit", keys=fruits, privacy=sdp.ZCDP(0.05), max_groups=2, max_rows=2)
+    truth = reference.bounded_counts(small, "person", ["fruit"], 2, 2, q.bounding.salt)
+    t = np.array([truth[(f,)] for f in fruits])
+    rng = np.random.default_rng(11)
+    misses = 0
+    for _ in range(100):
+        r = q.run(rng=rng).to_pandas(level=0.9)
+        misses += int(np.sum((t < r["lower"].to_numpy()) | (t > r["upper"].to_numpy())))
+    assert misses <= stats.binom.ppf(1 - 1e-6, 500, 0.1)
+    assert misses >= 5
+
+
+def test_session_default_caps(small: pd.DataFrame) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=1, max_groups=3, max_rows=2)
+    q = s.count_by("fruit", keys=FRUITS, privacy=sdp.PureDP(1.0))
+    assert (q.bounding.max_rows, q.bounding.max_groups) == (2, 3)
+    q = s.count_by("fruit", keys=FRUITS, privacy=sdp.PureDP(1.0), max_groups=1)
+    assert (q.bounding.max_rows, q.bounding.max_groups) == (2, 1)
+    assert s.top_k("fruit", 1, keys=FRUITS, privacy=sdp.PureDP(1.0)).bounding.max_rows == 2

@@ -1,0 +1,92 @@
+"""Budget: explain() spends nothing and reads no data; run() spends first; refusals are durable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import sharpdp as sdp
+from sharpdp.data.query import Query
+
+FRUITS = ["apple", "banana", "cherry", "date", "elder"]
+
+
+def test_explain_spends_nothing_and_reads_no_data(
+    small: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = sdp.data.Session(small, "person", sdp.ApproxDP(1.0, 1e-6), seed=0)
+    q = s.count_by("fruit", keys=None, privacy=sdp.ApproxDP(0.3, 1e-7), max_groups=2)
+
+    def no_data(self: Query, expr: object) -> None:
+        raise AssertionError("explain() touched the data")
+
+    monkeypatch.setattr(Query, "_execute", no_data)
+    e = q.explain()
+    assert s.accountant.history() == ()
+    assert e.fits
+    assert e.spent_before == 0.0
+    assert 0.29 < e.spent_after <= 0.3 + 1e-9
+    assert e.remaining_after == pytest.approx(1.0 - e.spent_after)
+    text = str(e)
+    for needle in ("DiscreteLaplace", "τ =", "ℓ1", "ApproxDP(epsilon=0.0", "remaining"):
+        assert needle in text
+
+
+def test_run_spends_then_releases(small: pd.DataFrame) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(1.0), seed=0)
+    q = s.count_by("fruit", keys=FRUITS, privacy=sdp.PureDP(0.4))
+    q.run(rng=0)
+    (entry,) = s.accountant.history()
+    assert (entry.item, entry.count) == q.charge
+    assert s.accountant.spent() == pytest.approx(0.4)
+
+
+def test_exceeding_raises_and_releases_nothing(
+    small: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(1.0), seed=0)
+    s.count(privacy=sdp.PureDP(0.7)).run(rng=0)
+    q = s.count_by("fruit", keys=FRUITS, privacy=sdp.PureDP(0.5))
+    assert not q.explain().fits
+    computed: list[bool] = []
+    monkeypatch.setattr(Query, "_execute", lambda self, expr: computed.append(True))
+    with pytest.raises(sdp.BudgetExceeded):
+        q.run(rng=0)
+    assert computed == []  # the engine was never asked
+    assert len(s.accountant.history()) == 1
+
+
+def test_refusal_survives_a_new_process(small: pd.DataFrame, tmp_path: Path) -> None:
+    ledger = tmp_path / "budget.sqlite"
+    table = tmp_path / "small.parquet"
+    small.to_parquet(table)
+    s = sdp.data.Session(
+        str(table), "person", sdp.PureDP(1.0), ledger=str(ledger), analyst="ana", seed=0
+    )
+    s.count(privacy=sdp.PureDP(0.9)).run(rng=0)
+    s.accountant.close()
+    script = textwrap.dedent(
+        f"""
+        import sharpdp as sdp
+        s = sdp.data.Session({str(table)!r}, "person", sdp.PureDP(1.0), ledger={str(ledger)!r},
+                             analyst="ana")
+        q = s.count_by("fruit", keys=["apple"], privacy=sdp.PureDP(0.2))
+        try:
+            q.run(rng=0)
+        except sdp.BudgetExceeded:
+            print("refused", len(s.accountant.history()))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert out.stdout.strip() == "refused 1"
