@@ -1,30 +1,18 @@
-"""The ``sharpdp`` command: sharp conversions between privacy notions, from the terminal.
-
-``sharpdp demo`` prints the table of conversions for a few ε; ``sharpdp convert pure 1.0 --to zcdp``
-prints every route from one guarantee to a notion, its theorem and value, and which one wins.
-Requires the ``cli`` extra (typer, rich).
-"""
+"""``sharpdp convert``: every route from one guarantee to a notion, its theorem and value, and
+which one wins (``sharpdp convert pure 1.0 --to zcdp``)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp import conversions
+from sharpdp.cli._common import app, console
 from sharpdp.errors import SharpDPError
-
-app = typer.Typer(
-    help="Differential privacy with every number a valid bound, and the sharpest known.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-console = Console()
 
 #: Source guarantees by name: (constructor, parameter names).
 SOURCES: dict[str, tuple[Callable[..., sdp.Guarantee], tuple[str, ...]]] = {
@@ -108,49 +96,3 @@ def convert(
     except SharpDPError as err:
         console.print(f"[red]error:[/red] {err}")
         raise typer.Exit(1) from None
-
-
-@app.command()
-def demo(
-    epsilons: Annotated[list[float] | None, typer.Option("--epsilon", help="ε values")] = None,
-    delta: Annotated[float, typer.Option(help="δ for (ε, δ) columns")] = 1e-6,
-) -> None:
-    """Print the sharp-versus-classical conversion table for a few ε."""
-    eps_values = epsilons or [0.1, 0.5, 1.0, 2.0, 5.0]
-    table = Table(title="sharpdp: sharp conversions (classical value in brackets)")
-    for column in (
-        "ε",
-        "ε-DP → zCDP ρ\n[ε²/2]",
-        "Laplace(Δ/ε) → zCDP ρ\n[ε·tanh(ε/2)]",
-        "ε-BR (EM) → zCDP ρ\n[ε²/8]",
-        "ε-DP → GDP μ",
-        f"ρ = ε²/2 → ε at δ={delta:g}\n[BS16 Lemma 3.5]",
-    ):
-        table.add_column(column, justify="right")
-    for eps in eps_values:
-        rho = sdp.convert(sdp.PureDP(eps), sdp.ZCDP).rho
-        lap = sdp.convert(sdp.Laplace(1.0 / eps), sdp.ZCDP).rho
-        br = sdp.convert(sdp.BoundedRange(eps), sdp.ZCDP).rho
-        mu = sdp.convert(sdp.PureDP(eps), sdp.GDP).mu
-        z = sdp.ZCDP(eps * eps / 2)
-        classical = z.rho + 2 * math.sqrt(z.rho * math.log(1 / delta))
-        table.add_row(
-            f"{eps:g}",
-            f"{rho:.5g} [{eps * eps / 2:.5g}]",
-            f"{lap:.5g} [{eps * math.tanh(eps / 2):.5g}]",
-            f"{br:.5g} [{eps * eps / 8:.5g}]",
-            f"{mu:.5g}",
-            f"{z.epsilon(delta):.5g} [{classical:.5g}]",
-        )
-    console.print(table)
-    console.print(
-        "Theorems: Steinke 2024 Thm 5; Harrison–Manurangsi 2025; certified sup of the exact BR "
-        "Rényi "
-        "curve (≤ Cesar–Rogers ε²/8); Dong–Roth–Su 2019; Canonne–Kamath–Steinke 2020 Cor 13.\n"
-        "Try: sharpdp convert pure 1.0 --to zcdp"
-    )
-
-
-def main() -> None:
-    """Entry point of the ``sharpdp`` console script."""
-    app()

@@ -1,0 +1,5 @@
+"""``python -m sharpdp`` runs the command line."""
+
+from sharpdp.cli import main
+
+main()

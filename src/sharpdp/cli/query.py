@@ -1,0 +1,214 @@
+"""``sharpdp query``: one private query on a CSV or Parquet file, from the terminal.
+
+Examples::
+
+    sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1 --keys AA,DL,UA
+    sharpdp query flights.parquet top-k dest --k 10 --unit tailnum --privacy approx:0.5,1e-7
+    sharpdp query flights.csv mean dep_delay --bounds -30,150 --unit tailnum --privacy pure:0.2
+    sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1 --explain
+
+The budget is kept in ``--ledger`` (per ``--analyst``); without one, the query runs under a fresh
+in-memory budget (one query, nothing remembered).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+import sharpdp as sdp
+from sharpdp._format import lower, upper
+from sharpdp.cli._common import app, console, parse_guarantee
+
+__all__ = ["query"]
+
+
+class Kind(StrEnum):
+    """The queries ``sharpdp query`` runs."""
+
+    COUNT = "count"
+    COUNT_BY = "count-by"
+    SUM = "sum"
+    MEAN = "mean"
+    QUANTILE = "quantile"
+    TOP_K = "top-k"
+
+
+def _floats(text: str, option: str, n: int) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise typer.BadParameter(f"{option}: {text!r} is not {n} comma-separated numbers") from None
+    if len(values) != n or any(math.isnan(v) for v in values):
+        raise typer.BadParameter(f"{option}: {text!r} is not {n} comma-separated numbers")
+    return values
+
+
+def _list(text: str | None) -> list[str] | None:
+    return None if text is None else [v for v in text.split(",") if v != ""]
+
+
+def _build(session: Any, kind: Kind, column: str | None, options: dict[str, Any]) -> Any:
+    privacy = options["privacy"]
+    caps = {"max_rows": options["max_rows"]}
+    if kind is Kind.COUNT:
+        return session.count(privacy=privacy, **caps)
+    if column is None:
+        raise typer.BadParameter(f"{kind.value} needs a COLUMN")
+    if kind in (Kind.SUM, Kind.MEAN, Kind.QUANTILE) and options["bounds"] is None:
+        raise typer.BadParameter(f"--bounds: {kind.value} needs bounds, e.g. --bounds 0,100")
+    by = options["by"]
+    if kind is Kind.COUNT_BY:
+        return session.count_by(
+            column.split(","),
+            keys=options["keys"],
+            privacy=privacy,
+            max_groups=options["max_groups"],
+            **caps,
+        )
+    if kind is Kind.TOP_K:
+        return session.top_k(
+            column,
+            k=options["k"],
+            keys=options["keys"],
+            privacy=privacy,
+            max_groups=options["max_groups"],
+            **caps,
+        )
+    if kind is Kind.QUANTILE:
+        return session.quantile(
+            column, options["q"], bounds=options["bounds"], privacy=privacy, **caps
+        )
+    method = session.sum if kind is Kind.SUM else session.mean
+    return method(
+        column,
+        bounds=options["bounds"],
+        privacy=privacy,
+        by=by,
+        keys=options["keys"],
+        max_groups=options["max_groups"],
+        **caps,
+    )
+
+
+@app.command()
+def query(
+    file: Annotated[
+        Path, typer.Argument(help="a CSV or Parquet file", exists=True, dir_okay=False)
+    ],
+    kind: Annotated[Kind, typer.Argument(help="the query")],
+    column: Annotated[
+        str | None, typer.Argument(help="the column (count-by: several, comma-separated)")
+    ] = None,
+    unit: Annotated[str, typer.Option("--unit", help="the column that identifies a person")] = "",
+    privacy: Annotated[
+        str, typer.Option(help="this query's privacy: pure:ε, approx:ε,δ, zcdp:ρ")
+    ] = "pure:0.1",
+    budget: Annotated[str, typer.Option(help="the analyst's total budget")] = "approx:1,1e-6",
+    ledger: Annotated[Path | None, typer.Option(help="ledger file keeping the budget")] = None,
+    analyst: Annotated[str, typer.Option(help="whose budget")] = "default",
+    keys: Annotated[str | None, typer.Option(help="public keys, comma-separated")] = None,
+    by: Annotated[str | None, typer.Option(help="group sums and means by this column")] = None,
+    bounds: Annotated[
+        str | None, typer.Option(help="clamping bounds L,U (sum, mean, quantile)")
+    ] = None,
+    q: Annotated[float, typer.Option("--q", help="the quantile, in [0, 1]")] = 0.5,
+    k: Annotated[int, typer.Option("--k", help="how many keys top-k releases")] = 10,
+    max_groups: Annotated[int, typer.Option(help="keys kept per person")] = 1,
+    max_rows: Annotated[int, typer.Option(help="rows kept per person and key")] = 1,
+    drop_null_units: Annotated[
+        bool, typer.Option(help="drop rows whose unit is empty (default: refuse them)")
+    ] = False,
+    level: Annotated[float, typer.Option(help="confidence level of the intervals")] = 0.95,
+    seed: Annotated[int | None, typer.Option(help="seed (noise and bounding hash)")] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="price the query, run nothing")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (full precision)")] = False,
+) -> None:
+    """Run one private query on a CSV or Parquet file, spending from a durable budget.
+
+    Example: sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1
+    """
+    if not unit:
+        raise typer.BadParameter("--unit: name the column that identifies a person")
+    options = {
+        "privacy": parse_guarantee(privacy, "--privacy"),
+        "keys": _list(keys),
+        "by": by,
+        "bounds": None if bounds is None else _floats(bounds, "--bounds", 2),
+        "q": q,
+        "k": k,
+        "max_groups": max_groups,
+        "max_rows": max_rows,
+    }
+    session = sdp.data.Session(
+        str(file),
+        privacy_unit=unit,
+        budget=parse_guarantee(budget, "--budget"),
+        ledger=None if ledger is None else str(ledger),
+        analyst=analyst,
+        null_units="drop" if drop_null_units else "refuse",
+        seed=seed,
+    )
+    plan = _build(session, kind, column, options)
+    explanation = plan.explain()
+    if explain:
+        if as_json:
+            console.print_json(
+                json.dumps(
+                    {
+                        "query": explanation.query,
+                        "cost": explanation.cost,
+                        "route": explanation.route,
+                        "spent_after": explanation.spent_after,
+                        "fits": explanation.fits,
+                    }
+                )
+            )
+        else:
+            console.print(str(explanation), highlight=False)
+        return
+    result = plan.run(rng=seed)
+    frame = result.to_pandas(level=level)
+    spent = (
+        session.accountant.epsilon(explanation.budget.delta_)
+        if isinstance(explanation.budget, sdp.ApproxDP)
+        else explanation.spent_after
+    )
+    if as_json:
+        console.print_json(
+            json.dumps(
+                {
+                    "query": explanation.query,
+                    "rows": json.loads(frame.to_json(orient="records")),
+                    "level": level,
+                    "cost": explanation.cost,
+                    "spent": spent,
+                }
+            )
+        )
+        return
+    table = Table(*[str(c) for c in frame.columns], title=explanation.query)
+    for _, row in frame.iterrows():
+        cells = []
+        for name, value in row.items():
+            if name == "lower" and isinstance(value, float):
+                cells.append(lower(value))
+            elif name == "upper" and isinstance(value, float):
+                cells.append(upper(value))
+            else:
+                cells.append(str(value))
+        table.add_row(*cells)
+    console.print(table)
+    console.print(
+        f"cost ε = {upper(explanation.cost, 4)} ({explanation.route}); "
+        f"spent so far {upper(spent, 4)} of {explanation.budget!r}",
+        highlight=False,
+    )

@@ -1,0 +1,125 @@
+"""The ``sharpdp`` command, through typer's runner and as a real subprocess (the installed script)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import sharpdp as sdp
+from sharpdp.cli import app
+
+runner = CliRunner()
+
+
+def script() -> list[str]:
+    """The installed console script, or ``python -m sharpdp`` where none is on the PATH."""
+    found = shutil.which("sharpdp", path=str(Path(sys.executable).parent))
+    return [found] if found else [sys.executable, "-m", "sharpdp"]
+
+
+@pytest.fixture(scope="module")
+def people_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "visits.csv"
+    rows = [(f"p{i}", "abc"[i % 3], i % 7) for i in range(300)] + [(None, "a", 1)]
+    pd.DataFrame(rows, columns=["who", "shop", "spent"]).to_csv(path, index=False)
+    return path
+
+
+def test_version_and_help() -> None:
+    out = subprocess.run([*script(), "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"sharpdp {sdp.__version__}"
+    for flag in ("-h", "--help"):
+        out = subprocess.run([*script(), flag], capture_output=True, text=True, check=True)
+        assert "demo" in out.stdout
+        assert "query" in out.stdout
+
+
+def test_query_json_matches_a_session_with_the_same_seed(people_csv: Path) -> None:
+    args = [
+        str(people_csv),
+        "count-by",
+        "shop",
+        "--unit",
+        "who",
+        "--privacy",
+        "pure:0.5",
+        "--keys",
+        "a,b,c",
+        "--seed",
+        "7",
+        "--drop-null-units",
+        "--json",
+    ]
+    result = runner.invoke(app, ["query", *args])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.output)
+    s = sdp.data.Session(
+        str(people_csv),
+        privacy_unit="who",
+        budget=sdp.ApproxDP(1.0, 1e-6),
+        null_units="drop",
+        seed=7,
+    )
+    want = s.count_by("shop", keys=["a", "b", "c"], privacy=sdp.PureDP(0.5)).run(rng=7).to_pandas()
+    assert [r["count"] for r in got["rows"]] == want["count"].tolist()
+    assert [r["lower"] for r in got["rows"]] == want["lower"].tolist()
+    # a 0.5-DP discrete Laplace, read at the budget's δ = 1e-6 (its exact profile: just below 0.5)
+    assert got["cost"] == pytest.approx(0.5, rel=1e-4)
+    assert got["cost"] <= 0.5
+
+
+def test_query_spends_from_a_ledger_and_then_refuses(people_csv: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "b.sqlite"
+    args = [
+        *script(),
+        "query",
+        str(people_csv),
+        "count",
+        "--unit",
+        "who",
+        "--drop-null-units",
+        "--privacy",
+        "pure:0.6",
+        "--budget",
+        "pure:1",
+        "--ledger",
+        str(ledger),
+    ]
+    first = subprocess.run(args, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    second = subprocess.run(args, capture_output=True, text=True)
+    assert second.returncode == 1
+    lines = [line for line in (second.stdout + second.stderr).splitlines() if line.strip()]
+    assert len(lines) <= 3, lines  # a short message, no traceback
+    assert "Traceback" not in second.stdout + second.stderr
+    assert "budget" in (second.stdout + second.stderr).lower()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["count-by", "nope", "--unit", "who", "--drop-null-units"], "nope"),
+        (["count", "--unit", "who"], "NULL"),
+        (["count", "--unit", "who", "--privacy", "pure:-1", "--drop-null-units"], "epsilon"),
+        (["count", "--unit", "who", "--privacy", "approx:nan,1e-6"], "--privacy"),
+        (["sum", "spent", "--unit", "who", "--drop-null-units"], "--bounds"),
+        (["count", "--privacy", "pure:1"], "--unit"),
+    ],
+)
+def test_bad_input_is_one_line_and_a_nonzero_exit(
+    people_csv: Path, extra: list[str], message: str
+) -> None:
+    out = subprocess.run(
+        [*script(), "query", str(people_csv), *extra], capture_output=True, text=True
+    )
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert "Traceback" not in text
+    assert message in text
