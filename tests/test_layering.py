@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: Module prefixes by layer, bottom first. A module belongs to the layer of its longest prefix.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("sharpdp.errors", "sharpdp._version"),
+    ("sharpdp.errors", "sharpdp._version", "sharpdp._format"),
     ("sharpdp._validate", "sharpdp._math"),
     ("sharpdp._divergences", "sharpdp._tails"),
     ("sharpdp.guarantees", "sharpdp._explain"),
@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sharpdp.audit",),
     ("sharpdp.data",),
     ("sharpdp.plots",),
-    ("sharpdp.cli", "sharpdp.service"),
+    ("sharpdp.cli", "sharpdp.service", "sharpdp.__main__"),
 )
 FACADE = "sharpdp"
 #: The first layer allowed to import the facade.
