@@ -1,5 +1,6 @@
 """``python -m sharpdp`` runs the command line."""
 
-from sharpdp.cli import main
+if __name__ == "__main__":
+    from sharpdp.cli import main
 
-main()
+    main()
