@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ import sharpdp as sdp
 
 FRUITS = ["apple", "banana", "cherry", "date", "elder"]
 P = sdp.PureDP(0.1)
+A = sdp.ApproxDP(0.1, 1e-8)
 
 
 @pytest.fixture
@@ -52,6 +54,36 @@ BAD_QUERIES: list[tuple[str, Callable[[Any], Any], str]] = [
     ),
     ("sum by without keys", lambda s: s.sum("amount", (0, 1), privacy=P, by="fruit"), "keys"),
     ("duplicate keys", lambda s: s.count_by("fruit", keys=["apple", "apple"], privacy=P), "keys"),
+    ("quantile q < 0", lambda s: s.quantile("amount", -0.1, (0, 1), privacy=P), "q must"),
+    ("quantile q > 1", lambda s: s.quantile("amount", 1.5, (0, 1), privacy=P), "q must"),
+    ("quantile q NaN", lambda s: s.quantile("amount", float("nan"), (0, 1), privacy=P), "q"),
+    ("quantile reversed bounds", lambda s: s.quantile("amount", 0.5, (9, 1), privacy=P), "bounds"),
+    (
+        "quantile infinite bound",
+        lambda s: s.quantile("amount", 0.5, (0, math.inf), privacy=P),
+        "bounds",
+    ),
+    ("quantile non-numeric", lambda s: s.quantile("label", 0.5, (0, 1), privacy=P), "numeric"),
+    ("quantile unknown column", lambda s: s.quantile("weight", 0.5, (0, 1), privacy=P), "weight"),
+    ("quantile cells 0", lambda s: s.quantile("amount", 0.5, (0, 1), privacy=P, cells=0), "cells"),
+    (
+        "quantile by without keys",
+        lambda s: s.quantile("amount", 0.5, (0, 1), privacy=P, by="fruit"),
+        "keys",
+    ),
+    ("quantile privacy type", lambda s: s.quantile("amount", 0.5, (0, 1), privacy=0.1), "privacy"),
+    ("unknown top_k k = 0", lambda s: s.top_k("fruit", 0, privacy=A), "k"),
+    ("unknown top_k k < 0", lambda s: s.top_k("fruit", -1, privacy=A), "k"),
+    ("unknown top_k pure", lambda s: s.top_k("fruit", 2, privacy=P), "privacy"),
+    ("unknown top_k zCDP", lambda s: s.top_k("fruit", 2, privacy=sdp.ZCDP(0.1)), "privacy"),
+    ("unknown top_k δ = 0", lambda s: s.top_k("fruit", 2, privacy=sdp.ApproxDP(1, 0)), "privacy"),
+    ("unknown top_k k_bar < k", lambda s: s.top_k("fruit", 3, privacy=A, k_bar=2), "k_bar"),
+    ("unknown top_k by = column", lambda s: s.top_k("fruit", 2, privacy=A, by="fruit"), "by"),
+    (
+        "public top_k with k_bar",
+        lambda s: s.top_k("fruit", 2, keys=FRUITS, privacy=P, k_bar=9),
+        "k_bar",
+    ),
 ]
 
 
@@ -61,6 +93,13 @@ def test_bad_query_raises_naming_parameter(
 ) -> None:
     with pytest.raises(sdp.SharpDPError, match=names):
         build(session)
+    assert session.accountant.history() == ()
+
+
+def test_unknown_keys_need_a_budget_with_delta(session: sdp.data.Session) -> None:
+    # the session's budget is PureDP(1.0): LimitDom's δ cannot be paid
+    with pytest.raises(sdp.SharpDPError, match="budget"):
+        session.top_k("fruit", 2, privacy=A)
     assert session.accountant.history() == ()
 
 

@@ -69,6 +69,30 @@ QUERIES: list[tuple[str, Callable[[Any, list[str], list[str]], Any]]] = [
         "select_best",
         lambda s, c, d: s.select_best("dest", keys=d, privacy=sdp.PureDP(0.5), max_groups=2),
     ),
+    (
+        "quantile",
+        lambda s, c, d: s.quantile("air_time", 0.5, bounds=(0, 700), privacy=sdp.PureDP(0.5)),
+    ),
+    (
+        "quantile by",
+        lambda s, c, d: s.quantile(
+            "dep_delay",
+            0.9,
+            bounds=(-30.0, 300.5),
+            privacy=sdp.ZCDP(0.05),
+            max_rows=3,
+            by="carrier",
+            keys=c,
+            max_groups=2,
+            cells=512,
+        ),
+    ),
+    (
+        "top_k unknown by",
+        lambda s, c, d: s.top_k(
+            "dest", 5, privacy=sdp.ApproxDP(20.0, 1e-6), max_groups=3, max_rows=1, by="origin"
+        ),
+    ),
 ]
 
 

@@ -1,14 +1,20 @@
 """Private queries over tables: sessions, query plans and releases (Ibis: DuckDB, PySpark).
 
 ``sdp.data.Session(table, privacy_unit, budget, ...)`` builds queries (``count``, ``count_by``,
-``sum``, ``mean``, ``top_k``, ``select_best``); each is an immutable plan with ``explain()`` (the
-price, touching nothing) and ``run(rng)`` (spend durably, then release). See
+``sum``, ``mean``, ``quantile``, ``top_k``, ``select_best``); each is an immutable plan with
+``explain()`` (the price, touching nothing) and ``run(rng)`` (spend durably, then release). See
 :mod:`sharpdp.data.session`.
 """
 
 from sharpdp.data import datasets
 from sharpdp.data.query import Bounding, Explanation, Query, Statistic
-from sharpdp.data.release import AdditiveRelease, MeanRelease, Release, SelectionRelease
+from sharpdp.data.release import (
+    AdditiveRelease,
+    MeanRelease,
+    QuantileRelease,
+    Release,
+    SelectionRelease,
+)
 from sharpdp.data.session import Session
 
 __all__ = [
@@ -16,6 +22,7 @@ __all__ = [
     "Bounding",
     "Explanation",
     "MeanRelease",
+    "QuantileRelease",
     "Query",
     "Release",
     "SelectionRelease",

@@ -29,7 +29,9 @@ __all__ = [
     "UNIT",
     "clamped_grid",
     "digest",
+    "grid_position",
     "group",
+    "kept_rows",
     "per_person_key",
     "restrict_keys",
 ]
@@ -70,6 +72,70 @@ def clamped_grid(value: Any, lower: float, upper: float, step: float) -> Any:
     """round(clamp(value, lower, upper)/step) as an int64: floor(x/step + ½), portable."""
     clamped = value.cast("float64").clip(lower=lower, upper=upper)
     return (clamped / step + 0.5).floor().cast("int64")
+
+
+def grid_position(value: Any, lower: float, upper: float, cells: int) -> Any:
+    """The grid index floor((clamp(value, L, U) − L)·cells/(U − L) + ½) ∈ [0, cells], an int64.
+
+    The nearest of the ``cells + 1`` grid points L + t·(U − L)/cells (halves round up). The same
+    IEEE-754 double operations in the same order on every engine (subtract, multiply, divide, add
+    ½, floor), so DuckDB, Spark and numpy agree bit for bit; with integer L and cells = U − L an
+    integer value maps to itself minus L exactly.
+    """
+    ibis = _engine.ibis()
+
+    clamped = value.cast("float64").clip(lower=lower, upper=upper)
+    t = ((clamped - lower) * float(cells) / (upper - lower) + 0.5).floor().cast("int64")
+    return ibis.least(ibis.greatest(t, 0), cells)
+
+
+def kept_rows(
+    table: Any,
+    unit: str,
+    keys: Sequence[str],
+    *,
+    max_rows: int,
+    max_groups: int | None,
+    salt: str,
+    value: Any,
+) -> Any:
+    """The rows kept by contribution bounding, one per kept row: ``UNIT``, the keys, ``_sdp_v``.
+
+    The same rule as :func:`per_person_key` without aggregating: each person's rows of one key
+    ranked by the digest of unit ‖ key ‖ value (then value), the first ``max_rows`` kept; each
+    person's keys ranked by the digest of unit ‖ key (then key), the first ``max_groups`` kept
+    (a ``dense_rank``, so all rows of one (person, key) pair share the pair's rank). A per-person
+    transformation, so the relation "add/remove one person" is preserved.
+
+    Args:
+        table: the Ibis table.
+        unit: the privacy-unit column.
+        keys: the key columns (empty: one group).
+        max_rows: rows per (person, key) kept.
+        max_groups: keys per person kept (``None``: no cap).
+        salt: the query's salt.
+        value: an integer-valued Ibis expression over ``table`` (e.g. :func:`grid_position`).
+    """
+    ibis = _engine.ibis()
+
+    cols: dict[str, Any] = {UNIT: table[unit]}
+    for k in keys:
+        cols[k] = table[k]
+    cols["_sdp_v"] = value
+    rows = table.select(**cols)
+    part = [UNIT, *keys]
+    rank = ibis.row_number().over(
+        group_by=part,
+        order_by=[digest([rows[c] for c in part] + [rows["_sdp_v"]], salt), rows["_sdp_v"]],
+    )
+    kept = rows.mutate(_sdp_r=rank).filter(ibis._["_sdp_r"] < max_rows).drop("_sdp_r")
+    if max_groups is None or not keys:
+        return kept
+    krank = ibis.dense_rank().over(
+        group_by=[kept[UNIT]],
+        order_by=[digest([kept[c] for c in part], salt), *[kept[k] for k in keys]],
+    )
+    return kept.mutate(_sdp_g=krank).filter(ibis._["_sdp_g"] < max_groups).drop("_sdp_g")
 
 
 def per_person_key(

@@ -80,6 +80,8 @@ class Statistic:
         route: how the mechanism was chosen or calibrated, with its reference.
         selection: whether ``sensitivity`` is a score range (selection) rather than a shift.
         unit: the value of one integer step of the statistic (a sum's grid step; 1 otherwise).
+        detail: replaces the sensitivity text of :meth:`describe` when the score is not a plain
+            count (e.g. a quantile's rank score).
     """
 
     name: str
@@ -89,6 +91,7 @@ class Statistic:
     route: str
     selection: bool = False
     unit: float = 1.0
+    detail: str | None = None
 
     @property
     def l1(self) -> float | None:
@@ -113,7 +116,9 @@ class Statistic:
             noise += f", E|Z| = {e_abs:.4g}"
             if self.unit != 1.0:
                 noise += f" steps of {self.unit:g} (E|Z|·step = {e_abs * self.unit:.4g})"
-        if self.sensitivity is None:
+        if self.detail is not None:
+            sens = self.detail
+        elif self.sensitivity is None:
             sens = ""
         elif self.selection:
             sens = f"score range {self.sensitivity:g} (monotonic)"

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sharpdp import _validate
+from sharpdp import _math, _validate
 from sharpdp.data._noise import IntegerNoise, half_width
 from sharpdp.errors import InvalidParameter
 
-__all__ = ["AdditiveRelease", "MeanRelease", "Release", "SelectionRelease"]
+__all__ = ["AdditiveRelease", "MeanRelease", "QuantileRelease", "Release", "SelectionRelease"]
 
 
 def _level(level: object) -> float:
@@ -150,3 +150,49 @@ class SelectionRelease(Release):
         """The selected keys and their rank (``level`` is accepted for uniformity, unused)."""
         _level(level)
         return self.frame.copy()
+
+
+@dataclass(frozen=True, eq=False)
+class QuantileRelease(Release):
+    """Quantiles (Smith's interval exponential mechanism), one per by-group, with their accuracy.
+
+    ``to_pandas(level)`` gives the key columns, ``quantile`` (the released value: the midpoint of
+    the sampled grid cell) and ``rank_error``: a number w, the same for every group and computed
+    without the data, such that for each group separately, with probability ≥ ``level``,
+
+        |r − q·n| ≤ d* + w,   w = ln(cells/(1 − level))/c,   c = ε/(2Δ),
+
+    where n is the number of bounded rows of the group (after clamping, grid rounding and the
+    contribution caps), r the number of them below the released value, and d* = min_t |r_t − qn|
+    the best any grid cell achieves (0 ≤ d* ≤ the largest number of bounded rows sharing one grid
+    point; d* ≤ ½ when no two rows share one). Proof [the exponential mechanism's utility bound,
+    McSherry–Talwar 2007, Thm 6]: the sampled cell t has P[t] = e^{c·u_t}/Σ_s e^{c·u_s} with
+    u_t = −|r_t − qn| and max_s u_s = −d*, so the cells with u_t < −d* − w have total probability
+    < cells·e^{−c(d* + w)}/e^{−c·d*} = cells·e^{−cw} = 1 − level. w is rounded up.
+
+    **Why no value interval** (``lower``/``upper`` columns like the counts'): the values at ranks
+    qn ± (d* + w) are order statistics of the private data; an interval made of them would be a
+    second release needing its own budget, and no interval in value units holds independently of
+    the data (one person's rows can move the empirical quantile anywhere between its neighbours).
+    A user who needs one can release the quantiles at q ± w/n as further queries.
+
+    Attributes:
+        coefficient: c = ε/(2Δ) of each run.
+        cells: the number of grid cells.
+    """
+
+    coefficient: float = 1.0
+    cells: int = 1
+
+    def rank_error(self, level: float = 0.95) -> float:
+        """w = ln(cells/(1 − level))/c, rounded up (see the class docstring)."""
+        lv = _level(level)
+        log_ratio = _math.up(math.log(self.cells) - math.log1p(-lv))
+        return _math.up(log_ratio / self.coefficient)
+
+    def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
+        """See the class docstring."""
+        w = self.rank_error(level)
+        out = self.frame.copy()
+        out["rank_error"] = w
+        return out

@@ -27,10 +27,11 @@ import pandas as pd
 
 import sharpdp as sdp
 from sharpdp import _validate
-from sharpdp.data import _bounding, _engine, _noise, _partition
+from sharpdp.data import _bounding, _calibrate, _engine, _noise, _partition
 from sharpdp.data.counts import CountQuery
+from sharpdp.data.quantiles import QuantileQuery
 from sharpdp.data.query import Bounding, Statistic
-from sharpdp.data.selection import SelectBestQuery, TopKQuery
+from sharpdp.data.selection import LimitDomQuery, SelectBestQuery, TopKQuery
 from sharpdp.data.sums import MeanQuery, SumQuery
 from sharpdp.errors import InvalidParameter
 
@@ -39,6 +40,8 @@ __all__ = ["Session"]
 _TARGETS = (sdp.PureDP, sdp.ApproxDP, sdp.ZCDP, sdp.ApproxZCDP)
 _GRID_BITS = 10  # default grid: (U − L)/2^10 rounded down to a power of two, unless ...
 _INTEGER_GRID_BITS = 8  # ... the bounds are integers ≥ 2^8 apart (or the column is integer): step 1
+_QUANTILE_CELLS = 1024  # default quantile grid unless integer bounds give step 1 (≤ 2^20 cells)
+_MAX_QUANTILE_CELLS = 2**40
 
 
 # --------------------------------------------------------------------------------------------------
@@ -117,16 +120,8 @@ def _halve(privacy: sdp.Guarantee) -> sdp.Guarantee:
     return sdp.ZCDP(privacy.rho / 2.0)
 
 
-def _selection_target(privacy: sdp.Guarantee, copies: int) -> sdp.Guarantee:
-    """Per-run target of ``copies`` composed selections (basic/zCDP additivity; valid)."""
-    if isinstance(privacy, sdp.PureDP):
-        return sdp.PureDP(privacy.epsilon_ / copies)
-    if isinstance(privacy, sdp.ApproxDP):
-        return sdp.ApproxDP(privacy.epsilon_ / copies, privacy.delta_ / copies)
-    if isinstance(privacy, sdp.ZCDP):
-        return sdp.ZCDP(privacy.rho / copies)
-    assert isinstance(privacy, sdp.ApproxZCDP)
-    return sdp.ZCDP(privacy.rho / copies)
+#: With unknown keys and a target without δ, the fraction of the budget's δ the key selection takes.
+SELECTION_DELTA_FRACTION = 0.1
 
 
 class Session:
@@ -254,18 +249,37 @@ class Session:
     def _common(self) -> dict[str, Any]:
         return {"source": self._source, "accountant": self._accountant, "privacy_unit": self._unit}
 
+    def _with_selection_delta(self, target: sdp.Guarantee) -> sdp.Guarantee:
+        """The target of a query over unknown keys: releasing a key that only one person holds
+        needs δ > 0, so a ``PureDP(ε)`` (``ZCDP(ρ)``) target becomes ``ApproxDP(ε, δ_s)``
+        (``ApproxZCDP(ρ, δ_s)``) with δ_s = :data:`SELECTION_DELTA_FRACTION` of the budget's δ;
+        ``explain()`` shows the resulting target. A budget without δ cannot pay for it."""
+        if isinstance(target, sdp.ApproxDP | sdp.ApproxZCDP):
+            return target
+        budget_delta = getattr(self._accountant.budget, "delta_", 0.0)
+        if budget_delta <= 0.0:
+            raise InvalidParameter(
+                f"privacy: unknown keys (keys=None) need δ > 0, which neither {target!r} nor the "
+                f"budget {self._accountant.budget!r} has; pass public keys= instead"
+            )
+        delta = budget_delta * SELECTION_DELTA_FRACTION
+        if isinstance(target, sdp.PureDP):
+            return sdp.ApproxDP(target.epsilon_, delta)
+        assert isinstance(target, sdp.ZCDP)
+        return sdp.ApproxZCDP(target.rho, delta, target.xi)
+
     def _check(self, parameter: str, columns: tuple[str, ...]) -> None:
         _engine.check_columns(self._source.table, parameter, columns)
         if self._unit in columns:
             raise InvalidParameter(f"{parameter} must not be the privacy unit {self._unit!r}")
 
-    def _numeric(self, column: str) -> bool:
+    def _numeric(self, column: str, purpose: str = "to sum") -> bool:
         """Check ``column`` is numeric (not boolean); return whether it is an integer column."""
         self._check("column", (column,))
         with _engine.quiet():
             dtype = self._source.table.schema()[column]
         if not dtype.is_numeric() or dtype.is_boolean():
-            raise InvalidParameter(f"column {column!r} must be numeric to sum, it is {dtype}")
+            raise InvalidParameter(f"column {column!r} must be numeric {purpose}, it is {dtype}")
         return bool(dtype.is_integer())
 
     def _grid(
@@ -378,6 +392,7 @@ class Session:
                 noise=plan.mechanism,
                 **self._common(),
             )
+        target = self._with_selection_delta(target)
         if isinstance(target, sdp.ApproxDP):
             pure: sdp.Guarantee = sdp.PureDP(target.epsilon_)
             delta = target.delta_
@@ -562,6 +577,128 @@ class Session:
             **self._common(),
         )
 
+    # -- quantiles --------------------------------------------------------------------------------
+    def quantile(
+        self,
+        column: str,
+        q: float,
+        bounds: tuple[float, float],
+        *,
+        privacy: sdp.Guarantee,
+        max_rows: int | None = None,
+        by: str | Sequence[str] | None = None,
+        keys: object = None,
+        max_groups: int | None = None,
+        cells: int | None = None,
+    ) -> QuantileQuery:
+        """The private ``q``-quantile of ``column`` clamped to ``bounds`` (per public key with ``by``).
+
+        Smith 2011's interval exponential mechanism (:class:`sharpdp.Quantile`, sampled exactly) on
+        the engine's histogram of grid cells; see :mod:`sharpdp.data.quantiles`. The grid has
+        ``cells`` cells of width (U − L)/cells (default: step 1 when L and U are integers and the
+        column is an integer column or U − L ≥ 2^8, up to 2^20 cells; else 1024 cells); values are
+        rounded to the nearest grid point (NULL and NaN values skipped) and the released value is
+        the midpoint of the sampled cell.
+
+        Privacy: the run is η-bounded-range with η the largest value whose ``copies`` runs meet
+        ``privacy`` (``PureDP(ε)``: η = ε/copies; ``ZCDP(ρ)``: copies·ρ_BR(η) ≤ ρ with the tight
+        BR constant ≤ η²/8; ``ApproxDP(ε, δ)``: the exact BR profile, or the sharp composition of
+        ``copies`` rounds; ``ApproxZCDP(ρ, δ)``: as ``ZCDP(ρ)``, a BR round needs no δ), copies =
+        1, or min(``max_groups``, #keys) with ``by``. The score −|r_t − qn| has sensitivity
+        Δ = m·max(q, 1 − q) under add/remove of a person with ≤ m = ``max_rows`` rows.
+
+        Accuracy: ``run(...).to_pandas(level)`` gives a data-independent ``rank_error`` (see
+        :class:`~sharpdp.data.release.QuantileRelease`); there is no value interval, as explained
+        there.
+
+        Args:
+            column: a numeric column.
+            q: the quantile, in [0, 1] (0.5: the median).
+            bounds: (L, U), finite, L < U; values are clamped into it.
+            privacy: the target.
+            max_rows: m, rows per person (per by-key) kept (default: the session's).
+            by: by-column(s), or ``None`` for one quantile.
+            keys: the public by-keys (required with ``by``).
+            max_groups: κ, by-keys per person kept (default: the session's).
+            cells: the number of grid cells (see above), 1 ≤ cells ≤ 2^40.
+
+        Returns:
+            The :class:`~sharpdp.data.quantiles.QuantileQuery`.
+
+        Raises:
+            InvalidParameter: q outside [0, 1], bad bounds or cells, a non-numeric or unknown
+                column, ``by`` without public ``keys``, or a bad target.
+        """
+        target = _privacy(privacy)
+        qq = _validate.real("q", q)
+        if not 0.0 <= qq <= 1.0:
+            raise InvalidParameter(f"q must be in [0, 1], got {qq!r}")
+        if not isinstance(column, str):
+            raise InvalidParameter(f"column must be a column name, got {column!r}")
+        integer = self._numeric(column, "for a quantile")
+        lo, hi = _bounds(bounds)
+        if not math.isfinite(hi - lo):
+            raise InvalidParameter(f"bounds must be finite, got {bounds!r}")
+        if cells is None:
+            step_one = lo.is_integer() and hi.is_integer() and hi - lo <= 2**20
+            if step_one and (integer or hi - lo >= 2.0**_INTEGER_GRID_BITS):
+                n_cells = int(hi - lo)
+            else:
+                n_cells = _QUANTILE_CELLS
+        else:
+            n_cells = _validate.integer("cells", cells, minimum=1)
+            if n_cells > _MAX_QUANTILE_CELLS:
+                raise InvalidParameter(f"cells must be <= 2**40, got {n_cells}")
+        m, kappa = self._caps(max_rows, max_groups)
+        cols: tuple[str, ...] = ()
+        public = None
+        copies = 1
+        if by is None:
+            if keys is not None:
+                raise InvalidParameter("keys is only used with by=")
+        else:
+            cols = _columns("by", by)
+            self._check("by", cols)
+            if column in cols:
+                raise InvalidParameter(f"by must not contain column {column!r}")
+            if keys is None:
+                raise InvalidParameter(
+                    "keys: quantiles by group need public keys (a group's quantile is released "
+                    "even when it has no rows; find keys privately first with count_by(keys=None))"
+                )
+            public = _public("keys", keys, cols)
+            copies = min(kappa, len(public))
+        eta, route = _calibrate.br_epsilon(target, copies)
+        mech = sdp.Quantile(eta, qq, (lo, hi), cells=n_cells, max_rows=m)
+        sens = mech.sensitivity
+        return QuantileQuery(
+            description=f"quantile({column!r}, q={qq:g}, bounds={(lo, hi)}, "
+            f"by={list(cols) or None}) with privacy {target!r}",
+            bounding=Bounding(m, kappa if cols else None, self._salt(), (lo, hi)),
+            statistics=(
+                Statistic(
+                    f"quantile q={qq:g}",
+                    mech,
+                    copies,
+                    sens,
+                    f"Smith 2011 interval exponential mechanism, η-BR (Durfee–Rogers 2019); {route}",
+                    selection=True,
+                    detail=f"rank score −|r − qn|, sensitivity Δ = m·max(q, 1 − q) = {sens:g}, "
+                    f"c = η/(2Δ) = {mech.coefficient:.6g}; {n_cells} grid cells of "
+                    f"{mech.grid:g}",
+                ),
+            ),
+            notes=(
+                "released: the midpoint of the sampled grid cell; accuracy in rank "
+                "(rank_error in to_pandas), no value interval (QuantileRelease says why)",
+            ),
+            column=column,
+            keys=cols,
+            public=public,
+            mechanism=mech,
+            **self._common(),
+        )
+
     # -- selection --------------------------------------------------------------------------------
     def _selection_setup(
         self, column: str, keys: object, by: str | Sequence[str] | None, by_keys: object
@@ -589,43 +726,73 @@ class Session:
         column: str,
         k: int,
         *,
-        keys: object,
+        keys: object = None,
         privacy: sdp.Guarantee,
         max_groups: int | None = None,
         max_rows: int | None = None,
         by: str | Sequence[str] | None = None,
         by_keys: object = None,
-    ) -> TopKQuery:
-        """The private top-``k`` values of ``column`` by bounded count, among public ``keys``.
+        k_bar: int | None = None,
+    ) -> TopKQuery | LimitDomQuery:
+        """The private top-``k`` values of ``column`` by bounded count (per by-group with ``by``).
 
-        One-shot Gumbel top-k (:class:`sharpdp.TopK`) with score range ``max_rows`` (monotonic
-        counts; see :mod:`sharpdp.data.selection`), calibrated to ``privacy``. With ``by``, one
-        top-k per public by-group (``by_keys``), charged min(κ, #groups) times (each run gets the
-        target divided by that number: basic composition, valid; the accountant composes the runs
-        sharply).
+        **Public keys** (``keys=[...]``): one-shot Gumbel top-k (:class:`sharpdp.TopK`) with score
+        range ``max_rows`` (monotonic counts; see :mod:`sharpdp.data.selection`), calibrated to
+        ``privacy``; exactly k keys per group. With ``by``, one top-k per public by-group
+        (``by_keys``, required), charged min(κ, #groups) times; the per-round ε is the largest at
+        which all k·copies bounded-range rounds meet ``privacy`` under the sharpest composition
+        (:func:`sharpdp.data._calibrate.br_epsilon`).
+
+        **Unknown keys** (``keys=None``): Durfee–Rogers 2019's LimitDom
+        (:class:`~sharpdp.data.selection.LimitDomQuery`): the engine returns only the top k̄ + 1
+        bounded counts per group (ties broken by key), and keys are released in noisy order until
+        the noisy threshold ⊥ — at most k, possibly fewer or none; keys and ranks only, no counts.
+        Releasing a key that only one person holds needs δ > 0: with ``ApproxDP(ε, δ)`` or
+        ``ApproxZCDP(ρ, δ)`` that δ is used; a ``PureDP(ε)``/``ZCDP(ρ)`` target gets δ = a tenth
+        of the budget's δ (``SELECTION_DELTA_FRACTION``; shown by ``explain()``), and a budget
+        without δ is refused. The charge per
+        by-group is k η-BR rounds and ``ApproxDP(0, δ_L)``; under ``ApproxDP(ε, δ)`` a fraction of
+        δ goes to the ⊥ parts and the rest to the rounds' composition, η the largest the sharp
+        composition certifies (:func:`sharpdp.data._calibrate.limitdom`). With ``by``, groups are
+        ``by_keys`` if given (copies = min(κ, #by_keys)), else the groups present in the data
+        (copies = κ: a person's ≤ κ (by-group, key) pairs reach ≤ κ groups).
 
         Args:
             column: the candidate column.
-            k: how many to release (1 ≤ k ≤ number of candidates).
-            keys: the public candidates.
+            k: how many to release (1 ≤ k; ≤ the number of candidates with public keys).
+            keys: the public candidates, or ``None`` for unknown keys (LimitDom).
             privacy: the target.
             max_groups: κ, (by-group, candidate) pairs per person kept (default: the session's).
             max_rows: m, rows per person per pair kept (default: the session's).
             by: by-column(s) or ``None``.
-            by_keys: the public by-groups (required with ``by``).
+            by_keys: the public by-groups (required with ``by`` and public ``keys``).
+            k_bar: unknown keys only: k̄ ≥ k, how many top counts the engine returns per group
+                (default max(2k, 100)). The threshold sits above the (k̄ + 1)-th count, so a
+                larger k̄ releases more keys; it costs no privacy while κ ≤ k̄ (a person moves
+                ≤ min(κ, k̄) of the counts), only k̄ + 1 rows per group from the engine.
 
         Returns:
-            The :class:`~sharpdp.data.selection.TopKQuery`.
+            A :class:`~sharpdp.data.selection.TopKQuery` (public keys) or
+            :class:`~sharpdp.data.selection.LimitDomQuery` (unknown keys).
+
+        Raises:
+            InvalidParameter: bad k, keys, columns or caps; unknown keys with a target or a budget
+                without δ > 0.
         """
         target = _privacy(privacy)
         kk = _validate.integer("k", k, minimum=1)
+        if keys is None:
+            return self._top_k_unknown(column, kk, target, max_groups, max_rows, by, by_keys, k_bar)
+        if k_bar is not None:
+            raise InvalidParameter("k_bar is only used with unknown keys (keys=None)")
         candidates, cols, groups = self._selection_setup(column, keys, by, by_keys)
         if kk > len(candidates):
             raise InvalidParameter(f"k must be <= the {len(candidates)} candidates, got {kk}")
         m, kappa = self._caps(max_rows, max_groups)
         copies = 1 if groups is None else min(kappa, len(groups))
-        per_run = _selection_target(target, copies)
-        mech = sdp.calibrate(sdp.TopK, per_run, sensitivity=float(m), k=kk, monotonic=True)
+        # the k·copies rounds are calibrated together on their sharpest composition
+        eta, _ = _calibrate.br_epsilon(target, kk * copies)
+        mech = sdp.TopK(kk, eta, sensitivity=float(m), monotonic=True)
         return TopKQuery(
             description=f"top_k({column!r}, k={kk}, by={list(cols) or None}) with privacy "
             f"{target!r}",
@@ -643,6 +810,87 @@ class Session:
             ),
             column=column,
             candidates=candidates,
+            by=cols,
+            groups=groups,
+            mechanism=mech,
+            **self._common(),
+        )
+
+    def _top_k_unknown(
+        self,
+        column: str,
+        k: int,
+        target: sdp.Guarantee,
+        max_groups: int | None,
+        max_rows: int | None,
+        by: str | Sequence[str] | None,
+        by_keys: object,
+        k_bar: int | None,
+    ) -> LimitDomQuery:
+        """``top_k`` over unknown keys (see :meth:`top_k`)."""
+        target = self._with_selection_delta(target)
+        if not isinstance(target, sdp.ApproxDP | sdp.ApproxZCDP) or target.delta_ <= 0.0:
+            raise InvalidParameter(
+                f"privacy: top_k over unknown keys (keys=None, LimitDom) needs a target with "
+                f"delta > 0 (sdp.ApproxDP or sdp.ApproxZCDP), got {target!r}; or pass public keys="
+            )
+        if not isinstance(column, str):
+            raise InvalidParameter(f"column must be a column name, got {column!r}")
+        self._check("column", (column,))
+        kb = max(2 * k, 100) if k_bar is None else _validate.integer("k_bar", k_bar, minimum=1)
+        if kb < k:
+            raise InvalidParameter(f"k_bar must be >= k={k}, got {kb}")
+        cols: tuple[str, ...] = ()
+        groups = None
+        if by is None:
+            if by_keys is not None:
+                raise InvalidParameter("by_keys is only used with by=")
+        else:
+            cols = _columns("by", by)
+            self._check("by", cols)
+            if column in cols:
+                raise InvalidParameter(f"by must not contain column {column!r}")
+            if by_keys is not None:
+                groups = _public("by_keys", by_keys, cols)
+        m, kappa = self._caps(max_rows, max_groups)
+        if isinstance(self._accountant.budget, sdp.PureDP | sdp.ZCDP):
+            raise InvalidParameter(
+                f"keys=None: LimitDom spends δ > 0, which the budget "
+                f"{self._accountant.budget!r} cannot pay; pass public keys="
+            )
+        if not cols:
+            copies = 1
+        elif groups is None:
+            copies = kappa
+        else:
+            copies = min(kappa, len(groups))
+        mech, route = _calibrate.limitdom(
+            target, k=k, k_bar=kb, copies=copies, sensitivity=float(m), max_keys=kappa
+        )
+        where = "per by-group " if cols else ""
+        return LimitDomQuery(
+            description=f"top_k({column!r}, k={k}, keys=unknown, by={list(cols) or None}) with "
+            f"privacy {target!r}",
+            bounding=Bounding(m, kappa, self._salt()),
+            statistics=(
+                Statistic(
+                    f"top-{k} of unknown keys (LimitDom, k̄ = {kb})",
+                    mech,
+                    copies,
+                    float(m),
+                    "Durfee–Rogers 2019 Algorithm 1, dominated by k η-BR rounds and "
+                    f"ApproxDP(0, δ_L) (sharpdp.LimitDom); {route}",
+                    selection=True,
+                    detail=f"score range {m:g} (monotonic counts), ≤ {mech.restricted} count(s) "
+                    f"moved per group; threshold h⊥ = h₍ₖ̄₊₁₎ + {mech.threshold_offset:.6g}; "
+                    f"η = {mech.epsilon_:.6g} per round, δ_L = {mech.delta_:.4g} per run",
+                ),
+            ),
+            notes=(
+                f"releases {where}the keys in noisy order until ⊥: at most {k}, possibly fewer or "
+                "none; keys and ranks only, no counts",
+            ),
+            column=column,
             by=cols,
             groups=groups,
             mechanism=mech,

@@ -1,0 +1,205 @@
+"""quantile: the engine's histogram against an independent pandas computation; the true quantile's
+cell at a huge ε; the exact law at a small ε (chi-square); the rank accuracy statement."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+import sharpdp as sdp
+
+FRUITS = ["apple", "banana", "cherry"]
+
+
+def _histogram(
+    df: pd.DataFrame,
+    reference: type,
+    column: str,
+    keys: list[str],
+    lo: float,
+    hi: float,
+    cells: int,
+    max_rows: int,
+    max_groups: int,
+    salt: str,
+) -> dict[tuple[Any, ...], tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+    """Independent bounding in pandas + hashlib: grid index v = ⌊(clip(x) − L)·cells/(U − L) + ½⌋,
+    rows ranked per (person, key) by MD5(person|key…|v|salt) then v, pairs per person by
+    MD5(person|key…|salt) then key; then (key, v) → rows."""
+    d = df[df[column].notna()].copy()
+    if keys:
+        d = d[d[keys[0]].isin(FRUITS)]  # the public by-keys are kept first, then bounded
+    x = d[column].astype(float).clip(lo, hi)
+    d["v"] = np.clip(np.floor((x - lo) * float(cells) / (hi - lo) + 0.5), 0, cells).astype(np.int64)
+    d["digest"] = [
+        reference.md5([p, *ks, v], salt)
+        for p, ks, v in zip(
+            d["person"], d[keys].itertuples(index=False, name=None), d["v"], strict=True
+        )
+    ]
+    d = d.sort_values(["person", *keys, "digest", "v"], kind="mergesort")
+    d = d[d.groupby(["person", *keys]).cumcount() < max_rows]
+    if keys:
+        pairs = d.groupby(["person", *keys]).size().reset_index(name="n")
+        pairs["digest"] = [
+            reference.md5([p, *ks], salt)
+            for p, ks in zip(
+                pairs["person"], pairs[keys].itertuples(index=False, name=None), strict=True
+            )
+        ]
+        pairs = pairs.sort_values(["person", "digest", *keys], kind="mergesort")
+        pairs = pairs[pairs.groupby("person").cumcount() < max_groups]
+        d = d.merge(pairs[["person", *keys]], on=["person", *keys])
+    out = {}
+    groups = [()] if not keys else [(k,) for k in FRUITS]
+    for g in groups:
+        part = d
+        for c, v in zip(keys, g, strict=True):
+            part = part[part[c] == v]
+        h = part.groupby("v").size().sort_index()
+        out[g] = (h.index.to_numpy(np.int64), h.to_numpy(np.int64))
+    return out
+
+
+def _optimal_cells(
+    positions: np.ndarray[Any, Any], counts: np.ndarray[Any, Any], q: float, cells: int
+) -> set[int]:
+    """Cells t ∈ [0, cells) minimising |r_t − qn|, r_t = rows at grid points ≤ t (by brute force)."""
+    n = int(counts.sum())
+    r = np.array([int(counts[positions <= t].sum()) for t in range(cells)])
+    dist = np.abs(r - q * n)
+    return {int(t) for t in np.flatnonzero(dist <= dist.min() + 1e-9)}
+
+
+def test_huge_epsilon_quantile_is_the_true_cell(small: pd.DataFrame, reference: type) -> None:
+    # amount ∈ {−19.5, …, 119.5}; bounds (−10, 100) clamp both tails; 55 cells of width 2.
+    # ε = 1e6: c = ε/(2·m·½) = 5e5 per rank; with q = 0.5 every non-optimal cell is ≥ ½ rank
+    # worse, so P[non-optimal] ≤ 55·e^{−2.5e5}: the false-failure rate is nil.
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e12), seed=11)
+    lo, hi, cells = -10.0, 100.0, 55
+    for by, keys, max_groups in ((None, None, 1), ("fruit", FRUITS, 2)):
+        q = s.quantile(
+            "amount",
+            0.5,
+            (lo, hi),
+            privacy=sdp.PureDP(1e6),
+            max_rows=2,
+            by=by,
+            keys=keys,
+            max_groups=max_groups,
+            cells=cells,
+        )
+        truth = _histogram(
+            small,
+            reference,
+            "amount",
+            [] if by is None else ["fruit"],
+            lo,
+            hi,
+            cells,
+            2,
+            max_groups,
+            q.bounding.salt,
+        )
+        engine = q.histograms()
+        assert engine.keys() == truth.keys()
+        for g, (pos, cnt) in truth.items():
+            np.testing.assert_array_equal(engine[g][0], pos)
+            np.testing.assert_array_equal(engine[g][1], cnt)
+        got = q.run(rng=3).to_pandas(level=0.9)
+        assert list(got.columns) == ([] if by is None else ["fruit"]) + ["quantile", "rank_error"]
+        for i, g in enumerate(truth):
+            value = float(got["quantile"].iloc[i])
+            t = round((value - lo) / ((hi - lo) / cells) - 0.5)
+            assert value == lo + (t + 0.5) * (hi - lo) / cells
+            assert t in _optimal_cells(*truth[g], 0.5, cells)
+
+
+def test_small_epsilon_quantile_follows_interval_law(small: pd.DataFrame, reference: type) -> None:
+    # (1) the engine's histogram equals the independent one (exact); (2) 2,000 seeded draws of the
+    # release step (histogram fetched once) against Quantile.interval_law evaluated on the
+    # independent histogram: chi-square over the intervals (those with expected count < 5 pooled),
+    # failing below p = 1e-4 (false-failure rate 1e-4).
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=5)
+    lo, hi, cells = -20.0, 120.0, 70
+    q = s.quantile("amount", 0.3, (lo, hi), privacy=sdp.PureDP(0.8), max_rows=3, cells=cells)
+    truth = _histogram(small, reference, "amount", [], lo, hi, cells, 3, 1, q.bounding.salt)
+    engine = q.histograms()
+    np.testing.assert_array_equal(engine[()][0], truth[()][0])
+    np.testing.assert_array_equal(engine[()][1], truth[()][1])
+    # the mechanism's parameters are the documented ones: Δ = m·max(q, 1 − q) = 2.1
+    assert q.mechanism.epsilon_ == 0.8
+    assert math.isclose(q.mechanism.sensitivity, 2.1)
+    starts, _, probs = q.mechanism.interval_law(*truth[()])
+    n = 2000
+    rng = np.random.default_rng(2024)
+    step = (hi - lo) / cells
+    seen: Counter[int] = Counter()
+    for _ in range(n):
+        value = float(q._sample(engine, rng).frame["quantile"].iloc[0])
+        t = round((value - lo) / step - 0.5)
+        seen[int(np.searchsorted(starts, t, side="right")) - 1] += 1
+    expected = n * probs
+    big = expected >= 5
+    assert big.sum() >= 5
+    assert expected[~big].sum() >= 5
+    observed = np.array(
+        [seen[i] for i in np.flatnonzero(big)] + [sum(seen[i] for i in np.flatnonzero(~big))],
+        dtype=float,
+    )
+    exp = np.append(expected[big], expected[~big].sum())
+    assert stats.chisquare(observed, exp).pvalue > 1e-4
+
+
+def test_rank_error_statement(small: pd.DataFrame) -> None:
+    # w = ln(cells/(1 − level))/c with c = ε/(2Δ): here ε = 1, Δ = ½, cells = 140 (step 1)
+    s = sdp.data.Session(small, "person", sdp.PureDP(10.0), seed=0)
+    q = s.quantile("amount", 0.5, (-20, 120), privacy=sdp.PureDP(1.0), cells=140)
+    r = q.run(rng=0)
+    w = float(r.to_pandas(level=0.95)["rank_error"].iloc[0])
+    assert math.log(140 / 0.05) <= w <= math.log(140 / 0.05) * (1 + 1e-12)
+    assert "rank_error" not in r.frame.columns
+    assert "lower" not in r.to_pandas().columns
+
+
+def test_quantile_privacy_targets(small: pd.DataFrame) -> None:
+    s = sdp.data.Session(small, "person", sdp.ApproxDP(10.0, 1e-5), seed=0)
+    # pure: η = ε/copies (2 groups a person can touch)
+    q = s.quantile(
+        "amount", 0.5, (0, 100), privacy=sdp.PureDP(0.6), by="fruit", keys=FRUITS, max_groups=2
+    )
+    assert q.statistics[0].copies == 2
+    assert q.mechanism.epsilon_ == 0.3
+    # zCDP: the largest η whose BR zCDP constant fits (≤ η²/8), within 1e-6 relative
+    q = s.quantile("amount", 0.5, (0, 100), privacy=sdp.ZCDP(0.02))
+    eta = q.mechanism.epsilon_
+    rho = sdp.convert(sdp.BoundedRange(eta), sdp.ZCDP).rho
+    assert rho <= 0.02
+    assert eta >= math.sqrt(8 * 0.02)
+    assert sdp.convert(sdp.BoundedRange(eta * (1 + 1e-6)), sdp.ZCDP).rho > 0.02
+    # (ε, δ): η-BR's exact profile meets the target, a slightly larger η does not
+    q = s.quantile("amount", 0.5, (0, 100), privacy=sdp.ApproxDP(0.5, 1e-6))
+    eta = q.mechanism.epsilon_
+    assert sdp.BoundedRange(eta).delta(0.5) <= 1e-6 < sdp.BoundedRange(eta * 1.001).delta(0.5)
+    assert s.accountant.history() == ()
+
+
+def test_flights_median_demo_call(flights: pd.DataFrame) -> None:
+    s = sdp.data.Session(flights, "tailnum", sdp.ApproxDP(1.0, 1e-6), null_units="drop", seed=0)
+    start = time.perf_counter()
+    q = s.quantile("air_time", 0.5, bounds=(0, 700), privacy=sdp.PureDP(0.1), max_rows=1)
+    assert "Quantile" in str(q.explain())
+    assert s.accountant.history() == ()
+    r = q.run(rng=0).to_pandas(level=0.95)
+    elapsed = time.perf_counter() - start
+    assert len(s.accountant.history()) == 1
+    assert 0.0 <= float(r["quantile"].iloc[0]) <= 700.0
+    assert q.mechanism.cells == 700  # integer bounds ≥ 2^8 apart: step 1 (else 1024 cells)
+    assert s.quantile("air_time", 0.5, (0, 100), privacy=sdp.PureDP(0.1)).mechanism.cells == 1024
+    assert elapsed < 10.0  # ~0.5 s measured; generous for slow CI machines
