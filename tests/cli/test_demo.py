@@ -1,0 +1,49 @@
+"""``sharpdp demo`` as a user runs it: the flights analysis, its budget statement, a durable ledger."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from tests.cli.test_cli import script
+
+import sharpdp as sdp
+
+
+def test_demo_prints_every_release_and_the_budget_statement(tmp_path: Path) -> None:
+    ledger = tmp_path / "demo.sqlite"
+    out = subprocess.run(
+        [*script(), "demo", "--ledger", str(ledger)],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": ""},
+        check=True,
+    )
+    text = out.stdout
+    for heading in (
+        "1. The 10 destinations",
+        "2. Flights per carrier",
+        "3. Mean departure delay",
+        "4. Median air time",
+        "5. Routes",
+        "Budget statement",
+    ):
+        assert heading in text
+    spent = float(re.search(r"Spent ε = ([0-9.]+) of 1", text).group(1))  # type: ignore[union-attr]
+    # the statement agrees with the ledger, read independently of the demo's process
+    acct = sdp.Accountant(budget=sdp.ApproxDP(1.0, 1e-6), ledger=str(ledger), analyst="demo")
+    assert len(acct.history()) == 5
+    assert spent >= acct.epsilon(1e-6) > spent - 1e-3  # printed rounded up, to 4 digits
+    assert spent <= 1.0
+    # a second run on the same ledger is refused: the budget is kept, nothing more is released
+    again = subprocess.run(
+        [*script(), "demo", "--ledger", str(ledger)],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": ""},
+    )
+    assert again.returncode == 1
+    assert "Traceback" not in again.stdout + again.stderr
+    assert "budget" in again.stdout.lower()
+    assert len(acct.history()) == 5
