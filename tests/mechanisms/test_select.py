@@ -11,43 +11,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
 from collections.abc import Sequence
 
 import mpmath
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate
+from tests.mechanisms._gof import assert_law
 
 import sharpdp as sdp
 from sharpdp.mechanisms import _race
-
-FALSE_FAILURE = 1e-6
-
-
-def assert_law(samples: Sequence[object], law: dict[object, float]) -> None:
-    """Chi-square goodness of fit of hashable ``samples`` to ``law`` (false failure ≤ 1e-6)."""
-    n = len(samples)
-    counts = Counter(samples)
-    assert set(counts) <= {o for o, p in law.items() if p > 0}, "an impossible outcome was drawn"
-    observed, expected = [], []
-    rest_o, rest_e = 0, 0.0
-    for outcome, p in law.items():
-        if p * n >= 20:
-            observed.append(counts.get(outcome, 0))
-            expected.append(p * n)
-        else:
-            rest_o += counts.get(outcome, 0)
-            rest_e += p * n
-    if rest_e > 0:
-        observed.append(rest_o)
-        expected.append(rest_e)
-    o, e = np.array(observed, dtype=float), np.array(expected)
-    stat = float(((o - e) ** 2 / e).sum())
-    dof = len(e) - 1
-    assert dof >= 1
-    critical = stats.chi2.isf(FALSE_FAILURE, dof)
-    assert stat < critical, f"chi2 = {stat:.1f} >= {critical:.1f} (dof {dof})"
 
 
 def softmax_law(logits: Sequence[float]) -> dict[object, float]:
