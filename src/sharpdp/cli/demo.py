@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -73,22 +72,157 @@ def classical_epsilon(spends: Sequence[tuple[sdp.Guarantee, int]], delta: float)
     return min(candidates)
 
 
-def _charge(q: Any) -> list[tuple[sdp.Guarantee, int]]:
-    item, count = q.explain().charge
-    return [(item, count)]
-
-
 def _interval(row: pd.Series, digits: int = 5) -> str:
     return f"[{lower(float(row['lower']), digits)}, {upper(float(row['upper']), digits)}]"
 
 
-def _section(title: str, q: Any, run: Callable[[], Any]) -> tuple[Any, float]:
-    explanation = q.explain()
-    console.print(f"\n[bold]{title}[/bold]")
-    console.print(f"[dim]{explanation.statistics[0].describe()}[/dim]", highlight=False)
-    start = time.perf_counter()
-    result = run()
-    return result, time.perf_counter() - start
+Spends = list[tuple[str, list[tuple[sdp.Guarantee, int]]]]
+
+
+class _Demo:
+    """The five releases, each priced, run, printed beside the truth, and its charge recorded."""
+
+    def __init__(self, session: Any, known: pd.DataFrame, seed: int, level: float) -> None:
+        self.s, self.known, self.seed, self.level = session, known, seed, level
+        self.spends: Spends = []
+        self.carriers = sorted(sdp.data.datasets.airlines()["carrier"])  # public: 16 carriers
+
+    def release(self, title: str, name: str, q: Any) -> Any:
+        """Print the query's plan, run it (spending first) and record its charge."""
+        console.print(f"\n[bold]{len(self.spends) + 1}. {title}[/bold]")
+        console.print(f"[dim]{q.explain().statistics[0].describe()}[/dim]", highlight=False)
+        result = q.run(rng=self.seed + len(self.spends))
+        self.spends.append((name, [q.explain().charge]))
+        return result
+
+    def per_carrier(self, out: pd.DataFrame, column: str, truth: pd.Series, show: str) -> None:
+        table = Table(
+            "carrier", f"private {column}", f"{self.level:.0%} interval", f"true {column}"
+        )
+        for _, row in out.iterrows():
+            table.add_row(
+                row["carrier"],
+                format(row[column], show),
+                _interval(row),
+                format(truth.get(row["carrier"], float("nan")), show),
+            )
+        console.print(table)
+
+    def top_destinations(self) -> None:
+        # candidates: the 105 destinations of the airlines' published 2013 schedules (public keys)
+        q = self.s.top_k(
+            "dest",
+            k=10,
+            keys=sorted(self.known.dest.unique()),
+            privacy=sdp.ApproxDP(0.4, 1e-7),
+            max_groups=3,
+            max_rows=1,
+            by="origin",
+            by_keys=list(ORIGINS),
+        )
+        r = self.release(
+            "The 10 destinations reached by the most aircraft, from each airport "
+            "(candidates: the 105 scheduled destinations; ≤ 3 (airport, destination) "
+            "pairs per aircraft)",
+            "top-10 destinations per airport",
+            q,
+        )
+        released = r.to_pandas()
+        table = Table("origin", "private top 10 (noisy order)", "true top 10 (distinct aircraft)")
+        for origin in ORIGINS:
+            mine = released[released["origin"] == origin].sort_values("rank")["dest"]
+            counts = self.known[self.known.origin == origin].groupby("dest").tailnum.nunique()
+            truth = counts.sort_values(ascending=False).head(10).index
+            table.add_row(origin, " ".join(mine), " ".join(truth))
+        console.print(table)
+
+    def flights_per_carrier(self) -> None:
+        q = self.s.count_by(
+            "carrier", keys=self.carriers, privacy=sdp.PureDP(0.1), max_groups=1, max_rows=100
+        )
+        r = self.release(
+            "Flights per carrier (public keys; at most 100 flights per aircraft)",
+            "flights per carrier",
+            q,
+        )
+        self.per_carrier(
+            r.to_pandas(level=self.level), "count", self.known.groupby("carrier").size(), ",.0f"
+        )
+
+    def mean_delay(self) -> None:
+        q = self.s.mean(
+            "dep_delay",
+            bounds=(-30, 150),
+            privacy=sdp.PureDP(0.15),
+            max_rows=100,
+            by="carrier",
+            keys=self.carriers,
+            max_groups=1,
+        )
+        r = self.release(
+            "Mean departure delay per carrier, minutes (clamped to [−30, 150], "
+            "≤ 100 flights per aircraft)",
+            "mean delay per carrier",
+            q,
+        )
+        self.per_carrier(
+            r.to_pandas(level=self.level),
+            "mean",
+            self.known.groupby("carrier").dep_delay.mean(),
+            ".1f",
+        )
+
+    def median_air_time(self) -> None:
+        q = self.s.quantile("air_time", 0.5, bounds=(0, 700), privacy=sdp.PureDP(0.05), max_rows=1)
+        r = self.release("Median air time, minutes (one flight per aircraft)", "median air time", q)
+        out = r.to_pandas(level=0.95)
+        # the data the mechanism saw, one flight per aircraft (a demo may look: this is not private)
+        ((cells, rows),) = q.histograms().values()
+        half = int(np.searchsorted(np.cumsum(rows), rows.sum() / 2))
+        bounded = (float(cells[half]) + 0.5) * 700 / q.mechanism.cells
+        console.print(
+            f"private median: {float(out['quantile'].iloc[0]):.1f}; true median of the flights "
+            f"it saw (one per aircraft): {bounded:.1f}; of all flights: "
+            f"{self.known.air_time.median():.1f}.\nWith 95% probability the released value's rank "
+            f"is within {upper(float(out['rank_error'].iloc[0]), 3)} of the median rank (a "
+            "statement that needs no data).",
+            highlight=False,
+        )
+
+    def routes(self) -> None:
+        q = self.s.count_by(
+            ["origin", "dest"],
+            keys=None,
+            privacy=sdp.ApproxDP(0.35, 1e-7),
+            max_groups=3,
+            max_rows=1,
+        )
+        r = self.release(
+            "Routes flown by the most aircraft (unknown keys: private partition "
+            "selection; ≤ 3 routes per aircraft)",
+            "routes (unknown keys)",
+            q,
+        )
+        out = r.to_pandas(level=self.level).sort_values("count", ascending=False)
+        truth = self.known.groupby(["origin", "dest"]).tailnum.nunique()
+        console.print(
+            f"{len(out)} of the {len(truth)} routes released ({', '.join(q.explain().notes)})",
+            highlight=False,
+        )
+        table = Table(
+            "route",
+            "private count of aircraft",
+            f"{self.level:.0%} interval",
+            "true count (before the 3-route cap)",
+        )
+        for _, row in out.head(8).iterrows():
+            table.add_row(
+                f"{row['origin']}→{row['dest']}",
+                f"{int(row['count']):,}",
+                _interval(row),
+                f"{int(truth[(row['origin'], row['dest'])]):,}",
+            )
+        console.print(table)
 
 
 @app.command()
@@ -129,188 +263,19 @@ def demo(
             f"{len(flights) - len(known):,} rows without a tailnum dropped.\n"
             f"Budget {total!r}, ledger {path}."
         )
-        spends: list[tuple[str, list[tuple[sdp.Guarantee, int]]]] = []
-        _top_destinations(session, known, seed, spends)
-        _flights_per_carrier(session, known, seed, level, spends)
-        _mean_delay(session, known, seed, level, spends)
-        _median_air_time(session, known, seed, spends)
-        _routes(session, known, seed, level, spends)
-        _statement(session, total, spends)
+        run = _Demo(session, known, seed, level)
+        for section in (
+            run.top_destinations,
+            run.flights_per_carrier,
+            run.mean_delay,
+            run.median_air_time,
+            run.routes,
+        ):
+            section()
+        _statement(session, total, run.spends)
 
 
-def _top_destinations(
-    s: Any,
-    known: pd.DataFrame,
-    seed: int,
-    spends: list[tuple[str, list[tuple[sdp.Guarantee, int]]]],
-) -> None:
-    # candidates: the 105 destinations of the airlines' published 2013 schedules (public keys)
-    destinations = sorted(known.dest.unique())
-    q = s.top_k(
-        "dest",
-        k=10,
-        keys=destinations,
-        privacy=sdp.ApproxDP(0.4, 1e-7),
-        max_groups=3,
-        max_rows=1,
-        by="origin",
-        by_keys=list(ORIGINS),
-    )
-    r, _ = _section(
-        "1. The 10 destinations reached by the most aircraft, from each airport "
-        "(candidates: the 105 scheduled destinations; ≤ 3 (airport, destination) pairs per "
-        "aircraft)",
-        q,
-        lambda: q.run(rng=seed),
-    )
-    released = r.to_pandas()
-    table = Table("origin", "private top 10 (noisy order)", "true top 10 (distinct aircraft)")
-    for origin in ORIGINS:
-        mine = released[released["origin"] == origin].sort_values("rank")["dest"].tolist()
-        truth = (
-            known[known.origin == origin]
-            .groupby("dest")
-            .tailnum.nunique()
-            .sort_values(ascending=False)
-            .head(10)
-            .index.tolist()
-        )
-        table.add_row(origin, " ".join(mine), " ".join(truth))
-    console.print(table)
-    spends.append(("top-10 destinations per airport", _charge(q)))
-
-
-def _flights_per_carrier(
-    s: Any,
-    known: pd.DataFrame,
-    seed: int,
-    level: float,
-    spends: list[tuple[str, list[tuple[sdp.Guarantee, int]]]],
-) -> None:
-    carriers = sorted(sdp.data.datasets.airlines()["carrier"])  # public: the 16 carriers
-    q = s.count_by("carrier", keys=carriers, privacy=sdp.PureDP(0.1), max_groups=1, max_rows=100)
-    r, _ = _section(
-        "2. Flights per carrier (public keys; at most 100 flights per aircraft)",
-        q,
-        lambda: q.run(rng=seed + 1),
-    )
-    out = r.to_pandas(level=level)
-    truth = known.groupby("carrier").size()
-    table = Table("carrier", "private count", f"{level:.0%} interval", "true count")
-    for _, row in out.iterrows():
-        table.add_row(
-            row["carrier"],
-            f"{int(row['count']):,}",
-            _interval(row),
-            f"{int(truth[row['carrier']]):,}",
-        )
-    console.print(table)
-    spends.append(("flights per carrier", _charge(q)))
-
-
-def _mean_delay(
-    s: Any,
-    known: pd.DataFrame,
-    seed: int,
-    level: float,
-    spends: list[tuple[str, list[tuple[sdp.Guarantee, int]]]],
-) -> None:
-    carriers = sorted(sdp.data.datasets.airlines()["carrier"])
-    q = s.mean(
-        "dep_delay",
-        bounds=(-30, 150),
-        privacy=sdp.PureDP(0.15),
-        max_rows=100,
-        by="carrier",
-        keys=carriers,
-        max_groups=1,
-    )
-    r, _ = _section(
-        "3. Mean departure delay per carrier, minutes (clamped to [−30, 150], ≤ 100 flights "
-        "per aircraft)",
-        q,
-        lambda: q.run(rng=seed + 2),
-    )
-    out = r.to_pandas(level=level)
-    truth = known.groupby("carrier").dep_delay.mean()
-    table = Table("carrier", "private mean", f"{level:.0%} interval", "true mean")
-    for _, row in out.iterrows():
-        table.add_row(
-            row["carrier"], f"{row['mean']:.1f}", _interval(row, 4), f"{truth[row['carrier']]:.1f}"
-        )
-    console.print(table)
-    spends.append(("mean delay per carrier", _charge(q)))
-
-
-def _median_air_time(
-    s: Any,
-    known: pd.DataFrame,
-    seed: int,
-    spends: list[tuple[str, list[tuple[sdp.Guarantee, int]]]],
-) -> None:
-    q = s.quantile("air_time", 0.5, bounds=(0, 700), privacy=sdp.PureDP(0.05), max_rows=1)
-    r, _ = _section(
-        "4. Median air time, minutes (one flight per aircraft)", q, lambda: q.run(rng=seed + 3)
-    )
-    out = r.to_pandas(level=0.95)
-    value, rank_error = float(out["quantile"].iloc[0]), float(out["rank_error"].iloc[0])
-    # the data the mechanism saw, one flight per aircraft (a demo may look: this is not private)
-    ((cells, rows),) = q.histograms().values()
-    step = 700 / q.mechanism.cells
-    half = np.searchsorted(np.cumsum(rows), rows.sum() / 2)
-    bounded = (float(cells[half]) + 0.5) * step
-    console.print(
-        f"private median: {value:.1f}; true median of the flights it saw (one per aircraft): "
-        f"{bounded:.1f}; of all flights: {known.air_time.median():.1f}.\n"
-        f"With 95% probability the released value's rank is within {upper(rank_error, 3)} of "
-        "the median rank (a statement that needs no data).",
-        highlight=False,
-    )
-    spends.append(("median air time", _charge(q)))
-
-
-def _routes(
-    s: Any,
-    known: pd.DataFrame,
-    seed: int,
-    level: float,
-    spends: list[tuple[str, list[tuple[sdp.Guarantee, int]]]],
-) -> None:
-    q = s.count_by(
-        ["origin", "dest"], keys=None, privacy=sdp.ApproxDP(0.35, 1e-7), max_groups=3, max_rows=1
-    )
-    r, _ = _section(
-        "5. Routes flown by the most aircraft (unknown keys: private partition "
-        "selection; ≤ 3 routes per aircraft)",
-        q,
-        lambda: q.run(rng=seed + 4),
-    )
-    out = r.to_pandas(level=level).sort_values("count", ascending=False)
-    truth = known.groupby(["origin", "dest"]).tailnum.nunique()
-    console.print(
-        f"{len(out)} of the {len(truth)} routes released ({', '.join(q.explain().notes)})",
-        highlight=False,
-    )
-    table = Table(
-        "route",
-        "private count of aircraft",
-        f"{level:.0%} interval",
-        "true count (before the 3-route cap)",
-    )
-    for _, row in out.head(8).iterrows():
-        table.add_row(
-            f"{row['origin']}→{row['dest']}",
-            f"{int(row['count']):,}",
-            _interval(row),
-            f"{int(truth[(row['origin'], row['dest'])]):,}",
-        )
-    console.print(table)
-    spends.append(("routes (unknown keys)", _charge(q)))
-
-
-def _statement(
-    s: Any, total: sdp.ApproxDP, spends: list[tuple[str, list[tuple[sdp.Guarantee, int]]]]
-) -> None:
+def _statement(s: Any, total: sdp.ApproxDP, spends: Spends) -> None:
     delta = total.delta_
     console.print(f"\n[bold]Budget statement[/bold] (ε at δ = {delta:g}, rounded up)")
     table = Table("query", "sharp ε (winning analysis)", "classical ε")
