@@ -308,9 +308,11 @@ class ApproxDP(Guarantee):
         # Along a path x0, ..., xk of neighbours, P[M(x0) ∈ S] ≤ e^ε P[M(x1) ∈ S] + δ, applied k
         # times: (kε, δ·Σ_{i<k} e^{iε})-DP, Σ_{i<k} e^{iε} = (e^{kε} − 1)/(e^ε − 1) [Vadhan 2017,
         # Lemma 2.2 proof; Dwork–Roth 2014, Thm 2.2 states the looser k·e^{(k−1)ε}·δ].
-        if self.delta_ == 0.0:
-            return ApproxDP(_math.float_up(Fraction(self.epsilon_) * k), 0.0)
         e = self.epsilon_
+        if math.isinf(e):  # (∞, δ)-DP constrains nothing; neither does its group version
+            return ApproxDP(math.inf, self.delta_)
+        if self.delta_ == 0.0:
+            return ApproxDP(_math.float_up(Fraction(e) * k), 0.0)
         # log Σ_{i<k} e^{iε} = (k − 1)ε + log((1 − e^{−kε})/(1 − e^{−ε})) (= log k at ε = 0)
         log_sum = math.log(k) if e == 0.0 else (k - 1) * e + math.log(
             math.expm1(-k * e) / math.expm1(-e)

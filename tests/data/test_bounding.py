@@ -23,9 +23,11 @@ def _sql_max(backend: Any, sql: str) -> int:
     return int(backend.con.execute(sql).fetchone()[0])
 
 
-@pytest.mark.parametrize(("max_rows", "max_groups"), [(1, 1), (2, 3), (3, 2)])
-def test_caps_hold_in_sql(small: pd.DataFrame, max_rows: int, max_groups: int) -> None:
-    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=5)
+def _fruit_pairs(
+    small: pd.DataFrame, seed: int, max_rows: int, max_groups: int
+) -> tuple[sdp.data.Session, str, Any]:
+    """A session, the salt of a ``count_by("fruit")`` built in it, and its bounded pairs."""
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=seed)
     q = s.count_by(
         "fruit", keys=FRUITS, privacy=sdp.PureDP(1.0), max_groups=max_groups, max_rows=max_rows
     )
@@ -37,6 +39,12 @@ def test_caps_hold_in_sql(small: pd.DataFrame, max_rows: int, max_groups: int) -
         max_groups=max_groups,
         salt=q.bounding.salt,
     )
+    return s, q.bounding.salt, pairs
+
+
+@pytest.mark.parametrize(("max_rows", "max_groups"), [(1, 1), (2, 3), (3, 2)])
+def test_caps_hold_in_sql(small: pd.DataFrame, max_rows: int, max_groups: int) -> None:
+    s, _, pairs = _fruit_pairs(small, 5, max_rows, max_groups)
     con = s._source.backend
     with _engine.quiet():
         sql = ibis.to_sql(pairs, dialect="duckdb")
@@ -66,23 +74,12 @@ def test_rows_kept_by_value_respect_caps(small: pd.DataFrame) -> None:
 def test_kept_keys_match_independent_hash(
     small: pd.DataFrame, reference: type, max_rows: int, max_groups: int
 ) -> None:
-    s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=9)
-    q = s.count_by(
-        "fruit", keys=FRUITS, privacy=sdp.PureDP(1.0), max_groups=max_groups, max_rows=max_rows
-    )
-    pairs = _bounding.per_person_key(
-        s.table,
-        "person",
-        ("fruit",),
-        max_rows=max_rows,
-        max_groups=max_groups,
-        salt=q.bounding.salt,
-    )
+    s, salt, pairs = _fruit_pairs(small, 9, max_rows, max_groups)
     with _engine.quiet():
         got = s._source.backend.execute(pairs)
     got = got.rename(columns={"_sdp_unit": "person"}).sort_values(["person", "fruit"])
     want = reference.bounded_pairs(
-        small, "person", ["fruit"], max_rows, max_groups, q.bounding.salt
+        small, "person", ["fruit"], max_rows, max_groups, salt
     ).sort_values(["person", "fruit"])
     pd.testing.assert_frame_equal(
         got[["person", "fruit", "rows"]].reset_index(drop=True),

@@ -10,6 +10,7 @@ import pandas as pd
 from scipy import stats
 
 import sharpdp as sdp
+from sharpdp.data.sums import MeanQuery
 
 FRUITS = ["apple", "banana", "cherry"]
 
@@ -45,6 +46,40 @@ def _kept_values(
     return d
 
 
+def _fruit_mean(
+    small: pd.DataFrame,
+    reference: type,
+    budget: sdp.Guarantee,
+    seed: int,
+    privacy: sdp.Guarantee,
+    max_rows: int,
+    max_groups: int,
+) -> tuple[MeanQuery, pd.DataFrame]:
+    """A mean of ``amount`` in (0, 100) by fruit over ``FRUITS``, and its independently kept rows."""
+    s = sdp.data.Session(small, "person", budget, seed=seed)
+    q = s.mean(
+        "amount",
+        bounds=(0, 100),
+        privacy=privacy,
+        max_rows=max_rows,
+        by="fruit",
+        keys=FRUITS,
+        max_groups=max_groups,
+    )
+    kept = _kept_values(
+        small[small["fruit"].isin(FRUITS)],
+        reference,
+        ["fruit"],
+        0,
+        100,
+        q.bounding.step,
+        max_rows,
+        max_groups,
+        q.bounding.salt,
+    )
+    return q, kept
+
+
 def test_huge_epsilon_sum_is_bounded_truth(small: pd.DataFrame, reference: type) -> None:
     # grid step 2^-4 for bounds (−10.3, 99.7); Δ = 2·1595 steps; scale 3190/1e7: P[Z ≠ 0] < 1e-1000
     s = sdp.data.Session(small, "person", sdp.PureDP(1e12), seed=3)
@@ -58,28 +93,8 @@ def test_huge_epsilon_sum_is_bounded_truth(small: pd.DataFrame, reference: type)
 
 
 def test_huge_epsilon_mean_by_key_is_bounded_truth(small: pd.DataFrame, reference: type) -> None:
-    s = sdp.data.Session(small, "person", sdp.PureDP(1e12), seed=4)
-    q = s.mean(
-        "amount",
-        bounds=(0, 100),
-        privacy=sdp.PureDP(1e7),
-        max_rows=3,
-        by="fruit",
-        keys=FRUITS,
-        max_groups=2,
-    )
+    q, kept = _fruit_mean(small, reference, sdp.PureDP(1e12), 4, sdp.PureDP(1e7), 3, 2)
     assert q.bounding.step == 2.0 ** math.floor(math.log2(100 / 1024))
-    kept = _kept_values(
-        small[small["fruit"].isin(FRUITS)],
-        reference,
-        ["fruit"],
-        0,
-        100,
-        q.bounding.step,
-        3,
-        2,
-        q.bounding.salt,
-    )
     want = (kept.groupby("fruit")["v"].mean() * q.bounding.step).to_dict()
     got = q.run(rng=0).to_pandas()
     for fruit, mean, lo, hi in zip(
@@ -93,27 +108,7 @@ def test_mean_interval_covers_at_level(small: pd.DataFrame, reference: type) -> 
     # 60 runs × 3 keys of a ≥ 90% interval (union bound over two exact intervals): misses are
     # stochastically ≤ Binomial(180, 0.1); fail above its 1 − 1e-6 quantile (false-failure
     # rate < 1e-6).
-    s = sdp.data.Session(small, "person", sdp.ZCDP(1e9), seed=5)
-    q = s.mean(
-        "amount",
-        bounds=(0, 100),
-        privacy=sdp.ZCDP(0.5),
-        max_rows=2,
-        by="fruit",
-        keys=FRUITS,
-        max_groups=1,
-    )
-    kept = _kept_values(
-        small[small["fruit"].isin(FRUITS)],
-        reference,
-        ["fruit"],
-        0,
-        100,
-        q.bounding.step,
-        2,
-        1,
-        q.bounding.salt,
-    )
+    q, kept = _fruit_mean(small, reference, sdp.ZCDP(1e9), 5, sdp.ZCDP(0.5), 2, 1)
     truth = (kept.groupby("fruit")["v"].mean() * q.bounding.step).reindex(FRUITS).to_numpy()
     rng = np.random.default_rng(99)
     misses = 0

@@ -34,6 +34,7 @@ __all__ = [
     "kept_rows",
     "per_person_key",
     "restrict_keys",
+    "valued_rows",
 ]
 
 #: The privacy unit's column in bounded relations (a name no user column is expected to take).
@@ -66,6 +67,23 @@ def restrict_keys(table: Any, columns: Sequence[str], keys: Sequence[tuple[Any, 
         ibis.and_(*[table[c] == v for c, v in zip(columns, key, strict=True)]) for key in keys
     ]
     return table.filter(ibis.or_(*clauses))
+
+
+def valued_rows(
+    table: Any,
+    column: str,
+    keys: Sequence[str],
+    public: Sequence[tuple[Any, ...]] | None,
+) -> Any:
+    """Rows whose ``column`` is neither NULL nor NaN, of the public ``keys`` if any (row-wise)."""
+    col = table[column]
+    keep = col.notnull()
+    if col.type().is_floating():
+        keep = keep & ~col.isnan()  # NaN is not NULL in DuckDB or Spark; both are skipped
+    table = table.filter(keep)
+    if public is not None and keys:
+        table = restrict_keys(table, keys, public)
+    return table
 
 
 def clamped_grid(value: Any, lower: float, upper: float, step: float) -> Any:

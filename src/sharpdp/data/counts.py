@@ -81,12 +81,7 @@ class CountQuery(Query):
         if self.public is not None and self.keys:
             table = _bounding.restrict_keys(table, self.keys, self.public)
         pairs = _bounding.per_person_key(
-            table,
-            self.privacy_unit,
-            self.keys,
-            max_rows=self.bounding.max_rows,
-            max_groups=self.bounding.max_groups,
-            salt=self.bounding.salt,
+            table, self.privacy_unit, self.keys, **self._bounding_kwargs()
         )
         frame = align(
             fetch_groups(self, self.keys, pairs, False), self.keys, self.public, ["count"]

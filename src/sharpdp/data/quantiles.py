@@ -61,24 +61,11 @@ class QuantileQuery(Query):
     def _histogram_expr(self) -> Any:
         """The engine's (by-key, grid index) → rows table, as an Ibis expression."""
         ibis = _engine.ibis()
-        table = self.source.table
-        col = table[self.column]
-        keep = col.notnull()
-        if col.type().is_floating():
-            keep = keep & ~col.isnan()  # NaN is not NULL in DuckDB or Spark; both are skipped
-        table = table.filter(keep)
-        if self.public is not None and self.keys:
-            table = _bounding.restrict_keys(table, self.keys, self.public)
+        table = _bounding.valued_rows(self.source.table, self.column, self.keys, self.public)
         lower, upper = self.mechanism.bounds
         position = _bounding.grid_position(table[self.column], lower, upper, self.mechanism.cells)
         kept = _bounding.kept_rows(
-            table,
-            self.privacy_unit,
-            self.keys,
-            max_rows=self.bounding.max_rows,
-            max_groups=self.bounding.max_groups,
-            salt=self.bounding.salt,
-            value=position,
+            table, self.privacy_unit, self.keys, value=position, **self._bounding_kwargs()
         )
         return kept.group_by([*self.keys, "_sdp_v"]).aggregate(rows=ibis._.count())
 

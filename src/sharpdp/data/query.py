@@ -309,6 +309,11 @@ class Query(ABC):
     def _release(self, rng: np.random.Generator) -> Release:
         """Run the bounded aggregation in the engine and add noise (after the spend)."""
 
+    def _bounding_kwargs(self) -> dict[str, Any]:
+        """The caps and salt of :attr:`bounding`, as keyword arguments of the ``_bounding`` rules."""
+        b = self.bounding
+        return {"max_rows": b.max_rows, "max_groups": b.max_groups, "salt": b.salt}
+
     def _execute(self, expr: Any) -> Any:
         """Run an Ibis expression on the query's engine; return a pandas DataFrame."""
         from sharpdp.data._engine import execute

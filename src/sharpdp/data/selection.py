@@ -58,14 +58,7 @@ class _PublicSelection(Query):
         if self.by and self.groups is not None:
             table = _bounding.restrict_keys(table, self.by, self.groups)
         cols = (*self.by, self.column)
-        pairs = _bounding.per_person_key(
-            table,
-            self.privacy_unit,
-            cols,
-            max_rows=self.bounding.max_rows,
-            max_groups=self.bounding.max_groups,
-            salt=self.bounding.salt,
-        )
+        pairs = _bounding.per_person_key(table, self.privacy_unit, cols, **self._bounding_kwargs())
         frame = fetch_groups(self, cols, pairs, False)
         index = {c: i for i, c in enumerate(self.candidates)}
         groups = self.groups if self.groups is not None else ((),)
@@ -169,14 +162,7 @@ class LimitDomQuery(Query):
         table = table.filter(keep)
         if self.by and self.groups is not None:
             table = _bounding.restrict_keys(table, self.by, self.groups)
-        pairs = _bounding.per_person_key(
-            table,
-            self.privacy_unit,
-            cols,
-            max_rows=self.bounding.max_rows,
-            max_groups=self.bounding.max_groups,
-            salt=self.bounding.salt,
-        )
+        pairs = _bounding.per_person_key(table, self.privacy_unit, cols, **self._bounding_kwargs())
         grouped = _bounding.group(pairs, cols, False)
         rank = ibis.row_number().over(
             group_by=[grouped[c] for c in self.by] or None,

@@ -21,7 +21,8 @@ import math
 import os
 import secrets
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -122,6 +123,22 @@ def _halve(privacy: sdp.Guarantee) -> sdp.Guarantee:
 
 #: With unknown keys and a target without δ, the fraction of the budget's δ the key selection takes.
 SELECTION_DELTA_FRACTION = 0.1
+
+_ValueQueryT = TypeVar("_ValueQueryT", SumQuery, MeanQuery)
+
+
+@dataclass(frozen=True)
+class _Values:
+    """The checked arguments of a sum or a mean (see ``Session._value_setup``)."""
+
+    column: str
+    grid: tuple[float, int, int]
+    clamp: tuple[float, float]
+    cols: tuple[str, ...]
+    public: tuple[tuple[Any, ...], ...] | None
+    max_rows: int
+    max_groups: int | None  # None for a total
+    copies: int
 
 
 class Session:
@@ -313,6 +330,34 @@ class Session:
             self._max_groups if max_groups is None else _validate.integer("max_groups", max_groups),
         )
 
+    def _by(
+        self,
+        by: str | Sequence[str] | None,
+        keys: object,
+        *,
+        name: str = "keys",
+        column: str | None = None,
+        required: str | None = None,
+    ) -> tuple[tuple[str, ...], tuple[tuple[Any, ...], ...] | None]:
+        """The by-columns and their public keys (parameter ``name``): ``((), None)`` without ``by``.
+
+        ``column``, if given, must not be a by-column. With ``by``, the keys are optional unless
+        ``required`` is given: then it is the message raised when they are missing.
+        """
+        if by is None:
+            if keys is not None:
+                raise InvalidParameter(f"{name} is only used with by=")
+            return (), None
+        cols = _columns("by", by)
+        self._check("by", cols)
+        if column is not None and column in cols:
+            raise InvalidParameter(f"by must not contain column {column!r}")
+        if keys is None:
+            if required is not None:
+                raise InvalidParameter(required)
+            return cols, None
+        return cols, _public(name, keys, cols)
+
     # -- counts -----------------------------------------------------------------------------------
     def count(self, *, privacy: sdp.Guarantee, max_rows: int | None = None) -> CountQuery:
         """The number of rows, each person contributing at most ``max_rows``.
@@ -444,26 +489,46 @@ class Session:
         max_rows: object,
         max_groups: object,
         granularity: float | None,
-    ) -> tuple[tuple[float, int, int], tuple[float, float], tuple[str, ...], Any, int, int]:
+    ) -> _Values:
         if not isinstance(column, str):
             raise InvalidParameter(f"column must be a column name, got {column!r}")
         integer = self._numeric(column)
         lo, hi = _bounds(bounds)
         m, kappa = self._caps(max_rows, max_groups)
         grid = self._grid(integer, lo, hi, granularity)
-        if by is None:
-            if keys is not None:
-                raise InvalidParameter("keys is only used with by=")
-            return grid, (lo, hi), (), None, m, 1
-        cols = _columns("by", by)
-        self._check("by", cols)
-        if keys is None:
-            raise InvalidParameter(
-                "keys: sums and means by group need public keys (find them privately first with "
-                "count_by(..., keys=None))"
-            )
-        public = _public("keys", keys, cols)
-        return grid, (lo, hi), cols, public, m, min(kappa, len(public))
+        cols, public = self._by(
+            by,
+            keys,
+            required="keys: sums and means by group need public keys (find them privately first "
+            "with count_by(..., keys=None))",
+        )
+        if public is None:
+            return _Values(column, grid, (lo, hi), (), None, m, None, 1)
+        return _Values(column, grid, (lo, hi), cols, public, m, kappa, min(kappa, len(public)))
+
+    def _value_query(
+        self,
+        kind: type[_ValueQueryT],
+        what: str,
+        target: sdp.Guarantee,
+        values: _Values,
+        statistics: tuple[Statistic, ...],
+        **fields: Any,
+    ) -> _ValueQueryT:
+        """The sum or mean query of ``values`` (salted last, once its noise is calibrated)."""
+        v = values
+        return kind(
+            description=f"{what}({v.column!r}, bounds={v.clamp}, by={list(v.cols) or None}) with "
+            f"privacy {target!r}",
+            bounding=Bounding(v.max_rows, v.max_groups, self._salt(), v.clamp, v.grid[0]),
+            statistics=statistics,
+            column=v.column,
+            keys=v.cols,
+            public=v.public,
+            grid=v.grid,
+            **fields,
+            **self._common(),
+        )
 
     def sum(
         self,
@@ -499,27 +564,12 @@ class Session:
             The :class:`~sharpdp.data.sums.SumQuery`.
         """
         target = _privacy(privacy)
-        grid, clamp, cols, public, m, copies = self._value_setup(
-            column, bounds, by, keys, max_rows, max_groups, granularity
-        )
-        step, lo_g, hi_g = grid
-        sens = m * max(abs(lo_g), abs(hi_g))
-        plan = _noise.calibrate_integer_noise(target, sens, copies)
-        kappa = None if not cols else self._caps(None, max_groups)[1]
-        return SumQuery(
-            description=f"sum({column!r}, bounds={clamp}, by={list(cols) or None}) with privacy "
-            f"{target!r}",
-            bounding=Bounding(m, kappa, self._salt(), clamp, step),
-            statistics=(
-                Statistic("sum", plan.mechanism, copies, float(sens), plan.route, unit=step),
-            ),
-            column=column,
-            keys=cols,
-            public=public,
-            grid=grid,
-            noise=plan.mechanism,
-            **self._common(),
-        )
+        v = self._value_setup(column, bounds, by, keys, max_rows, max_groups, granularity)
+        step, lo_g, hi_g = v.grid
+        sens = v.max_rows * max(abs(lo_g), abs(hi_g))
+        plan = _noise.calibrate_integer_noise(target, sens, v.copies)
+        stat = Statistic("sum", plan.mechanism, v.copies, float(sens), plan.route, unit=step)
+        return self._value_query(SumQuery, "sum", target, v, (stat,), noise=plan.mechanism)
 
     def mean(
         self,
@@ -543,20 +593,19 @@ class Session:
             The :class:`~sharpdp.data.sums.MeanQuery`.
         """
         target = _privacy(privacy)
-        grid, clamp, cols, public, m, copies = self._value_setup(
-            column, bounds, by, keys, max_rows, max_groups, granularity
-        )
-        step, lo_g, hi_g = grid
+        v = self._value_setup(column, bounds, by, keys, max_rows, max_groups, granularity)
+        step, lo_g, hi_g = v.grid
+        m, copies = v.max_rows, v.copies
         half = _halve(target)
         sum_sens = m * (hi_g - lo_g)
         sum_plan = _noise.calibrate_integer_noise(half, sum_sens, copies)
         count_plan = _noise.calibrate_integer_noise(half, m, copies)
-        kappa = None if not cols else self._caps(None, max_groups)[1]
-        return MeanQuery(
-            description=f"mean({column!r}, bounds={clamp}, by={list(cols) or None}) with privacy "
-            f"{target!r}",
-            bounding=Bounding(m, kappa, self._salt(), clamp, step),
-            statistics=(
+        return self._value_query(
+            MeanQuery,
+            "mean",
+            target,
+            v,
+            (
                 Statistic(
                     "centred sum (2·value − (L + U), grid units)",
                     sum_plan.mechanism,
@@ -568,13 +617,8 @@ class Session:
                 Statistic("count", count_plan.mechanism, copies, float(m), count_plan.route),
             ),
             notes=(f"privacy split evenly: {half!r} for the centred sum and for the count",),
-            column=column,
-            keys=cols,
-            public=public,
-            grid=grid,
             sum_noise=sum_plan.mechanism,
             count_noise=count_plan.mechanism,
-            **self._common(),
         )
 
     # -- quantiles --------------------------------------------------------------------------------
@@ -650,24 +694,14 @@ class Session:
             if n_cells > _MAX_QUANTILE_CELLS:
                 raise InvalidParameter(f"cells must be <= 2**40, got {n_cells}")
         m, kappa = self._caps(max_rows, max_groups)
-        cols: tuple[str, ...] = ()
-        public = None
-        copies = 1
-        if by is None:
-            if keys is not None:
-                raise InvalidParameter("keys is only used with by=")
-        else:
-            cols = _columns("by", by)
-            self._check("by", cols)
-            if column in cols:
-                raise InvalidParameter(f"by must not contain column {column!r}")
-            if keys is None:
-                raise InvalidParameter(
-                    "keys: quantiles by group need public keys (a group's quantile is released "
-                    "even when it has no rows; find keys privately first with count_by(keys=None))"
-                )
-            public = _public("keys", keys, cols)
-            copies = min(kappa, len(public))
+        cols, public = self._by(
+            by,
+            keys,
+            column=column,
+            required="keys: quantiles by group need public keys (a group's quantile is released "
+            "even when it has no rows; find keys privately first with count_by(keys=None))",
+        )
+        copies = 1 if public is None else min(kappa, len(public))
         eta, route = _calibrate.br_epsilon(target, copies)
         mech = sdp.Quantile(eta, qq, (lo, hi), cells=n_cells, max_rows=m)
         sens = mech.sensitivity
@@ -709,17 +743,14 @@ class Session:
         if keys is None:
             raise InvalidParameter("keys must list the public candidates of column")
         candidates = tuple(k[0] for k in _public("keys", keys, (column,)))
-        if by is None:
-            if by_keys is not None:
-                raise InvalidParameter("by_keys is only used with by=")
-            return candidates, (), None
-        cols = _columns("by", by)
-        self._check("by", cols)
-        if column in cols:
-            raise InvalidParameter(f"by must not contain column {column!r}")
-        if by_keys is None:
-            raise InvalidParameter("by_keys: the by-groups of a top-k must be public; list them")
-        return candidates, cols, _public("by_keys", by_keys, cols)
+        cols, groups = self._by(
+            by,
+            by_keys,
+            name="by_keys",
+            column=column,
+            required="by_keys: the by-groups of a top-k must be public; list them",
+        )
+        return candidates, cols, groups
 
     def top_k(
         self,
@@ -840,18 +871,7 @@ class Session:
         kb = max(2 * k, 100) if k_bar is None else _validate.integer("k_bar", k_bar, minimum=1)
         if kb < k:
             raise InvalidParameter(f"k_bar must be >= k={k}, got {kb}")
-        cols: tuple[str, ...] = ()
-        groups = None
-        if by is None:
-            if by_keys is not None:
-                raise InvalidParameter("by_keys is only used with by=")
-        else:
-            cols = _columns("by", by)
-            self._check("by", cols)
-            if column in cols:
-                raise InvalidParameter(f"by must not contain column {column!r}")
-            if by_keys is not None:
-                groups = _public("by_keys", by_keys, cols)
+        cols, groups = self._by(by, by_keys, name="by_keys", column=column)
         m, kappa = self._caps(max_rows, max_groups)
         if isinstance(self._accountant.budget, sdp.PureDP | sdp.ZCDP):
             raise InvalidParameter(

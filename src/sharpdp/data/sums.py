@@ -51,23 +51,10 @@ class _ValueQuery(Query):
         step = self.grid[0]
         assert self.bounding.clamp is not None
         lower, upper = self.bounding.clamp
-        table = self.source.table
-        col = table[self.column]
-        keep = col.notnull()
-        if col.type().is_floating():
-            keep = keep & ~col.isnan()  # NaN is not NULL in DuckDB or Spark; both are skipped
-        table = table.filter(keep)
-        if self.public is not None and self.keys:
-            table = _bounding.restrict_keys(table, self.keys, self.public)
+        table = _bounding.valued_rows(self.source.table, self.column, self.keys, self.public)
         value = _bounding.clamped_grid(table[self.column], lower, upper, step)
         return _bounding.per_person_key(
-            table,
-            self.privacy_unit,
-            self.keys,
-            max_rows=self.bounding.max_rows,
-            max_groups=self.bounding.max_groups,
-            salt=self.bounding.salt,
-            value=value,
+            table, self.privacy_unit, self.keys, value=value, **self._bounding_kwargs()
         )
 
 
