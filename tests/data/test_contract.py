@@ -60,3 +60,15 @@ def test_sum_mean_and_quantile(session: sdp.data.Session) -> None:
     q = session.quantile("air_time", 0.5, bounds=(0, 700), privacy=sdp.PureDP(0.1), max_rows=1)
     value = float(q.run(rng=0).to_pandas()["quantile"].iloc[0])
     assert 0.0 <= value <= 700.0
+
+
+def test_same_rng_same_release_by_default(flights: pd.DataFrame) -> None:
+    """Without seed=, sessions bound with the same salts: the same run(rng) releases the same."""
+    frames = []
+    for _ in range(2):
+        s = sdp.data.Session(
+            flights, privacy_unit="tailnum", budget=sdp.ApproxDP(1.0, 1e-6), null_units="drop"
+        )
+        q = s.count_by("dest", keys=None, privacy=sdp.ApproxDP(1.0, 1e-7), max_groups=3)
+        frames.append(q.run(rng=0).to_pandas())
+    pd.testing.assert_frame_equal(frames[0], frames[1])

@@ -155,7 +155,7 @@ def query(
         ledger=None if ledger is None else str(ledger),
         analyst=analyst,
         null_units="drop" if drop_null_units else "refuse",
-        seed=seed,
+        seed=0 if seed is None else seed,
     )
     plan = _build(session, kind, column, options)
     explanation = plan.explain()

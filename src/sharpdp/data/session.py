@@ -166,8 +166,11 @@ class Session:
         analyst: the account charged.
         engine: an Ibis backend to load non-Ibis tables into (default: new in-memory DuckDB).
         null_units: ``"refuse"`` (default) or ``"drop"`` (see above).
-        seed: seeds the per-query salts of contribution bounding (``None``: 128 random bits). The
-            same seed and the same sequence of built queries keep the same rows on every engine.
+        seed: seeds the per-query salts of contribution bounding (default 0; ``None`` draws 128
+            random bits). The same seed and the same sequence of built queries keep the same rows
+            on every engine, so with the same ``run(rng=...)`` every engine releases the same
+            values. A public salt costs no privacy: for any fixed salt, the rows kept for a person
+            depend only on that person's rows, so neighbouring tables stay neighbouring.
         period: the budget period label of the account.
         max_groups: the default κ (keys per person) of queries that do not declare one.
         max_rows: the default m (rows per person per key) of queries that do not declare one.
@@ -190,7 +193,7 @@ class Session:
         engine: Any = None,
         *,
         null_units: str = "refuse",
-        seed: int | None = None,
+        seed: int | None = 0,
         period: str = "all",
         max_groups: int = 1,
         max_rows: int = 1,
