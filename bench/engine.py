@@ -1,4 +1,4 @@
-"""Engine benchmark (issue 18, item 5): private grouped counts on real engines, in one run.
+"""Engine benchmark: private grouped counts on real engines and against peer libraries, in one run.
 
 Usage::
 

@@ -6,6 +6,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 from tests.cli.test_cli import script
 
 import sharpdp as sdp
@@ -47,3 +48,18 @@ def test_demo_prints_every_release_and_the_budget_statement(tmp_path: Path) -> N
     assert "Traceback" not in again.stdout + again.stderr
     assert "budget" in again.stdout.lower()
     assert len(acct.history()) == 5
+
+
+def test_classical_accounting_counts_each_top_k_round() -> None:
+    """Thirty 0.03-DP rounds at δ = 1e-6, by the classical routes: basic 0.9; zCDP with ε²/2 per
+    round, ρ = 0.0135, ε = ρ + 2√(ρ ln 10⁶) = 0.87723 (Bun–Steinke 2016, Lemma 3.5); advanced
+    composition √(2·30·ln 10⁶)·0.03 + 30·0.03·(e^0.03 − 1) = 0.89114. The least is the zCDP one."""
+    import math
+
+    from sharpdp.cli.demo import classical_epsilon
+
+    rho = 30 * 0.03**2 / 2
+    expected = rho + 2 * math.sqrt(rho * math.log(1e6))
+    got = classical_epsilon([(sdp.TopK(10, 0.03, monotonic=True), 3)], 1e-6)
+    assert got == pytest.approx(expected, rel=1e-12)
+    assert got == pytest.approx(0.87723, abs=1e-5)

@@ -45,11 +45,24 @@ def _root(
 
 
 def main() -> None:
-    """Entry point of the ``sharpdp`` console script."""
+    """Entry point of the ``sharpdp`` console script: every error is one line and an exit code
+    (1: refused or invalid, e.g. over budget; 2: bad usage)."""
     try:
-        app()  # usage errors (bad options, bad values): click prints them and exits with 2
+        code = app(standalone_mode=False)
     except SharpDPError as err:
         if _DEBUG["on"]:
             raise
         console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
         sys.exit(1)
+    except typer.TyperException as err:  # usage errors: bad options, bad values
+        format_message = getattr(err, "format_message", None)
+        message = format_message() if callable(format_message) else str(err)
+        if message:  # (no arguments at all: the help was printed instead)
+            console.print(
+                f"[red]error:[/red] {message} (see sharpdp --help)", highlight=False, soft_wrap=True
+            )
+        sys.exit(int(getattr(err, "exit_code", 2)))
+    except typer.Abort:
+        sys.exit(1)
+    if isinstance(code, int) and code:
+        sys.exit(code)

@@ -39,7 +39,7 @@ def classical_epsilon(spends: Sequence[tuple[sdp.Guarantee, int]], delta: float)
     composition (Σε_i; Dwork–Roth 2014, Thm 3.16), zCDP with ε²/2 per ε-DP item (Bun–Steinke 2016,
     Prop 1.4) and Lemma 3.5's conversion, and advanced composition (Dwork–Rothblum–Vadhan 2010) at
     the largest ε_i. Bounded-range items (exponential mechanism, top-k rounds, quantiles) count as
-    ε-DP, Gaussians by their ρ, and δ parts add up.
+    ε-DP (a top-k as its k rounds), Gaussians by their ρ, and δ parts add up.
 
     Example:
         >>> import sharpdp as sdp
@@ -52,6 +52,9 @@ def classical_epsilon(spends: Sequence[tuple[sdp.Guarantee, int]], delta: float)
         if isinstance(item, sdp.ApproxDP):
             epsilons += [item.epsilon_] * count
             delta_sum += count * item.delta_
+            continue
+        if isinstance(item, sdp.TopK):  # k exponential mechanisms, each ε-DP classically
+            epsilons += [item.epsilon_] * (count * item.k)
             continue
         pure = item.renyi(math.inf)
         if math.isfinite(pure):

@@ -1,9 +1,9 @@
 """Quantiles: Smith's interval exponential mechanism on the engine's grid-cell histogram.
 
-**Mechanism** [Smith 2011, STOC, §3; the continuous-output exponential mechanism of lecture notes
-004 §6.1], sampled exactly by :class:`sharpdp.Quantile` (see :mod:`sharpdp.mechanisms.quantile`
-for the law, the sensitivity and the proof that it is ε-bounded-range). The engine does all the
-work on the rows (nothing else leaves it):
+**Mechanism** [Smith 2011, STOC, §3: the exponential mechanism with a continuous output
+(McSherry–Talwar 2007) over the interval [L, U]], sampled exactly by :class:`sharpdp.Quantile`
+(see :mod:`sharpdp.mechanisms.quantile` for the law, the sensitivity and the proof that it is
+ε-bounded-range). The engine does all the work on the rows (nothing else leaves it):
 
 1. rows whose value is NULL or NaN are dropped (a row-wise filter: neighbours stay neighbours);
    with ``by``, only rows of the public by-keys are kept;

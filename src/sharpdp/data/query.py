@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import sharpdp as sdp
+from sharpdp._format import lower, upper
 from sharpdp.data._noise import expected_abs
 from sharpdp.errors import NotImplied
 from sharpdp.mechanisms._samplers import RNGLike, as_generator
@@ -176,11 +177,11 @@ class Explanation:
         lines += [f"  {s.describe()}" for s in self.statistics]
         lines += [f"  {n}" for n in self.notes]
         lines.append(f"  charge: {item!r}" + (f" × {count}" if count != 1 else ""))
-        lines.append(f"  cost: {currency} = {self.cost:.6g}{at} ({self.route})")
+        lines.append(f"  cost: {currency} = {upper(self.cost)}{at} ({self.route})")
         verdict = "fits" if self.fits else "does NOT fit (run() would raise BudgetExceeded)"
         lines.append(
-            f"  budget {self.budget!r}: spent {self.spent_before:.6g} → {self.spent_after:.6g}, "
-            f"remaining {self.remaining_after:.6g}; {verdict}"
+            f"  budget {self.budget!r}: spent {upper(self.spent_before)} → "
+            f"{upper(self.spent_after)}, remaining {lower(self.remaining_after)}; {verdict}"
         )
         return "\n".join(lines)
 

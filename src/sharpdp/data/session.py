@@ -28,6 +28,7 @@ import pandas as pd
 
 import sharpdp as sdp
 from sharpdp import _validate
+from sharpdp._format import upper
 from sharpdp.data import _bounding, _calibrate, _engine, _noise, _partition
 from sharpdp.data.counts import CountQuery
 from sharpdp.data.quantiles import QuantileQuery
@@ -478,7 +479,10 @@ class Session:
             public=None,
             noise=plan.mechanism,
             tau=tau,
-            notes=(f"keys released when the noisy count is ≥ τ = {tau} (δ_new = {delta_new:.4g})",),
+            notes=(
+                f"keys released when the noisy count is ≥ τ = {tau} "
+                f"(δ_new = {upper(delta_new, 4)})",
+            ),
             **self._common(),
         )
 

@@ -11,8 +11,11 @@ Writing P = (1 − δ)P′ + δP″ with P′ = P|E (valid because P(E) ≥ 1 �
 * **conversion**: P(S) ≤ (1 − δ)P′(S) + δ ≤ (1 − δ)(e^ε Q′(S) + f(ε)) + δ ≤ e^ε Q(S) + δ + (1 − δ)f(ε),
   where f(ε) is the (ε, ·) profile certified by the curve [Canonne–Kamath–Steinke 2020, Prop 12].
 
-Items: an (ε, δ)-DP item is δ-approximately ε-DP (conditional laws within e^{±ε}: Bun–Steinke 2016,
-Prop 1.13), whose Rényi curve is that of randomized response [Bun–Steinke 2016, Prop 3.3]; a
+Items: an (ε, δ)-DP item is δ-approximately ε-DP: every (ε, δ)-DP pair is a post-processing of
+the worst-case pair of Kairouz–Oh–Viswanath 2015 (Thm 2.5 and §3), itself (1 − δ)·(ε-randomized
+response) + δ·(disjoint atoms), so the mixture's 1 − δ parts stay within e^{±ε} (the decomposition
+behind Bun–Steinke 2016, Prop 1.13); ε-DP laws have the Rényi curve of randomized response at most
+[Bun–Steinke 2016, Prop 3.3]; a
 δ-approximate zCDP item contributes its zCDP line; every other item with a Rényi curve has δ = 0.
 Mechanisms whose privacy is declared as items (e.g. thresholded releases: the noise mechanism and an
 ``ApproxDP(0, δ)``) are composed through those items. The analysis applies only when some δ > 0 (the
