@@ -1,9 +1,9 @@
 """Fixtures of the data-layer tests: small tables, the flights, an independent bounding reference.
 
 The reference re-implements the contribution-bounding rule of ``sharpdp.data._bounding`` in plain
-pandas + ``hashlib`` (MD5 of ``unit|key…|salt``, keep the ``max_groups`` smallest digests per person,
-``min(rows, max_rows)`` per (person, key)), so engine results are checked against a computation that
-shares no code with sharpdp.
+pandas + Python integers (the seeded hash of unit ‖ key… from its specification, keep the
+``max_groups`` smallest hashes per person, ``min(rows, max_rows)`` per (person, key)), so engine
+results are checked against a computation that shares no code with sharpdp.
 """
 
 from __future__ import annotations
@@ -27,8 +27,24 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def md5(parts: Sequence[Any], salt: str) -> str:
-    return hashlib.md5("|".join([*(_text(p) for p in parts), salt]).encode()).hexdigest()
+P = 2**31 - 1
+
+
+def rank_hash(parts: Sequence[Any], salt: str) -> int:
+    """The bounding hash, from its specification: codes cᵢ (integers mod P; other values the first 7
+    hex digits of the MD5 of their text), h ← (h·((aᵢcᵢ + bᵢ) mod P) + eᵢ) mod P from h = 1, with
+    (aᵢ, bᵢ, eᵢ) read from SHA-256(salt:i) as three big-endian 64-bit words."""
+    h = 1
+    for i, part in enumerate(parts):
+        raw = hashlib.sha256(f"{salt}:{i}".encode()).digest()
+        words = [int.from_bytes(raw[8 * j : 8 * j + 8], "big") for j in range(3)]
+        a, b, e = 1 + words[0] % (P - 1), words[1] % P, words[2] % P
+        if isinstance(part, bool | int | np.integer | np.bool_):
+            code = int(part) % P
+        else:
+            code = int(hashlib.md5(_text(part).encode()).hexdigest()[:7], 16)
+        h = (h * ((a * code + b) % P) + e) % P
+    return h
 
 
 def bounded_pairs(
@@ -37,7 +53,7 @@ def bounded_pairs(
     """One row per kept (unit, key): columns unit, keys, rows = min(n, max_rows)."""
     n = df.groupby([unit, *keys], dropna=False).size().reset_index(name="n")
     n["rows"] = np.minimum(n["n"], max_rows)
-    n["digest"] = [md5([r[unit], *(r[k] for k in keys)], salt) for _, r in n.iterrows()]
+    n["digest"] = [rank_hash([r[unit], *(r[k] for k in keys)], salt) for _, r in n.iterrows()]
     n = n.sort_values([unit, "digest"], kind="mergesort")
     n["rank"] = n.groupby(unit).cumcount()
     return n[n["rank"] < max_groups][[unit, *keys, "rows"]].reset_index(drop=True)
@@ -54,7 +70,7 @@ def bounded_counts(
 class Reference:
     """The independent bounding reference (as a fixture, since test modules cannot import)."""
 
-    md5 = staticmethod(md5)
+    rank_hash = staticmethod(rank_hash)
     bounded_pairs = staticmethod(bounded_pairs)
     bounded_counts = staticmethod(bounded_counts)
 

@@ -30,15 +30,15 @@ def _histogram(
     salt: str,
 ) -> dict[tuple[Any, ...], tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
     """Independent bounding in pandas + hashlib: grid index v = ⌊(clip(x) − L)·cells/(U − L) + ½⌋,
-    rows ranked per (person, key) by MD5(person|key…|v|salt) then v, pairs per person by
-    MD5(person|key…|salt) then key; then (key, v) → rows."""
+    rows ranked per (person, key) by hash(person|key…|v|salt) then v, pairs per person by
+    hash(person|key…|salt) then key; then (key, v) → rows."""
     d = df[df[column].notna()].copy()
     if keys:
         d = d[d[keys[0]].isin(FRUITS)]  # the public by-keys are kept first, then bounded
     x = d[column].astype(float).clip(lo, hi)
     d["v"] = np.clip(np.floor((x - lo) * float(cells) / (hi - lo) + 0.5), 0, cells).astype(np.int64)
     d["digest"] = [
-        reference.md5([p, *ks, v], salt)
+        reference.rank_hash([p, *ks, v], salt)
         for p, ks, v in zip(
             d["person"], d[keys].itertuples(index=False, name=None), d["v"], strict=True
         )
@@ -48,7 +48,7 @@ def _histogram(
     if keys:
         pairs = d.groupby(["person", *keys]).size().reset_index(name="n")
         pairs["digest"] = [
-            reference.md5([p, *ks], salt)
+            reference.rank_hash([p, *ks], salt)
             for p, ks in zip(
                 pairs["person"], pairs[keys].itertuples(index=False, name=None), strict=True
             )

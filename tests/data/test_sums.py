@@ -26,11 +26,12 @@ def _kept_values(
     max_groups: int,
     salt: str,
 ) -> pd.DataFrame:
-    """Independent bounding of summed rows: grid values, rows ranked by MD5(unit|key|v|salt)."""
+    """Independent bounding of summed rows: grid values, rows ranked by hash(unit|key|v|salt)."""
     d = df[df["amount"].notna()].copy()
     d["v"] = np.floor(d["amount"].clip(lo, hi) / step + 0.5).astype(np.int64)
     d["digest"] = [
-        reference.md5([r["person"], *(r[k] for k in keys), r["v"]], salt) for _, r in d.iterrows()
+        reference.rank_hash([r["person"], *(r[k] for k in keys), r["v"]], salt)
+        for _, r in d.iterrows()
     ]
     d = d.sort_values(["person", *keys, "digest", "v"], kind="mergesort")
     d["r"] = d.groupby(["person", *keys]).cumcount()
@@ -38,7 +39,8 @@ def _kept_values(
     if keys:
         pairs = d.groupby(["person", *keys]).size().reset_index(name="n")
         pairs["digest"] = [
-            reference.md5([r["person"], *(r[k] for k in keys)], salt) for _, r in pairs.iterrows()
+            reference.rank_hash([r["person"], *(r[k] for k in keys)], salt)
+            for _, r in pairs.iterrows()
         ]
         pairs = pairs.sort_values(["person", "digest"], kind="mergesort")
         pairs = pairs[pairs.groupby("person").cumcount() < max_groups]

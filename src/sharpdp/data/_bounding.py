@@ -10,16 +10,22 @@ that person's surviving contributions: at most ``max_groups`` keys, each moved b
 ``max_rows`` rows. The guarantee holds whatever the salt; the salt (fresh per query) only keeps the
 choice from being the same systematic subset every time.
 
-**Portable seeded hash.** Rows and keys are ranked by the hexadecimal MD5 digest of
-``unit ‖ key ‖ [value] ‖ salt`` (``|``-separated strings, NULL written ``\\N``), compared as strings;
-DuckDB and Spark compute the same digest and order hex strings the same way, so both engines keep
-identical rows (engines' own ``hash()`` functions differ). Ties (equal digests) only arise between
-rows with equal (unit, key, value), which are interchangeable. Key and unit columns should be
-strings, integers or dates, whose text forms agree across engines.
+**Portable seeded hash.** Rows and keys are ranked by :func:`rank_hash`, an integer hash built
+from the four operations every SQL engine computes identically on 64-bit integers (``+``, ``*``,
+``%`` with C's sign rule, comparisons), kept below 2⁶³ at every step so that no engine overflows or
+wraps. Each column contributes a *code* in [0, p), p = 2³¹ − 1: an integer or boolean column its value
+reduced mod p (no text, no digest: the fast path), any other column the first 28 bits of the MD5
+digest of its text (NULL written ``\\N``; dates and strings print alike on DuckDB and Spark). The
+codes are chained with salt-derived multipliers, h ← (h · ((aᵢ·cᵢ + bᵢ) mod p) + eᵢ) mod p, a product
+of two data-dependent factors, so each person's keys are ordered by a permutation that changes with
+the person and the salt. DuckDB and Spark compute the same h and break its (rare) ties by the key
+columns then the value, both ascending with NULLs last, so both engines keep identical rows. The hash
+only chooses *which* of a person's contributions to keep; privacy never depends on its quality.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,33 +34,81 @@ from sharpdp.data import _engine
 __all__ = [
     "UNIT",
     "clamped_grid",
-    "digest",
     "grid_position",
     "group",
     "kept_rows",
     "per_person_key",
+    "rank_hash",
     "restrict_keys",
     "valued_rows",
 ]
 
 #: The privacy unit's column in bounded relations (a name no user column is expected to take).
 UNIT = "_sdp_unit"
-_SEP = "|"
 _NULL = "\\N"
 
 
-def _text(value: Any) -> Any:
-    return value.cast("string").fill_null(_NULL)
+#: The Mersenne prime 2³¹ − 1: codes and hashes live in [0, P), so a product of two is < 2⁶².
+P = 2**31 - 1
 
 
-def digest(parts: Sequence[Any], salt: str) -> Any:
-    """MD5 hex digest of the parts (cast to strings, NULL as ``\\N``) and the salt, ``|``-joined."""
-    text: Any = None
-    for p in parts:
-        piece = _text(p)
-        text = piece if text is None else text + _SEP + piece
-    text = text + _SEP + salt
-    return text.hexdigest("md5")
+def _is_integral(value: Any) -> bool:
+    dtype = value.type()
+    return bool(dtype.is_integer() or dtype.is_boolean())
+
+
+def _code(value: Any) -> Any:
+    """The code in [0, P) of an integer (or boolean) column, or of a column's MD5 hex digest."""
+    if _is_integral(value):
+        # NULL takes code P − 1 (a value ≡ −1 mod P shares it; ties fall to the columns).
+        return ((value.cast("int64") % P + P) % P).fill_null(P - 1)
+    code: Any = None
+    for i in range(7):
+        # Hex digit of ASCII a: '0'..'9' = 48..57, 'a'..'f' = 97..102, so (a − 48) mod 39.
+        # (Cast first: engines compute ASCII in 32 bits, and ibis would elide a later cast.)
+        digit = (value.substr(i, 1).ascii_str().cast("int64") - 48) % 39
+        code = digit if code is None else code * 16 + digit
+    return code
+
+
+def _multipliers(salt: str, n: int) -> list[tuple[int, int, int]]:
+    """(aᵢ, bᵢ, eᵢ) for n columns, derived from the salt: aᵢ ∈ [1, P), bᵢ, eᵢ ∈ [0, P)."""
+    out = []
+    for i in range(n):
+        raw = hashlib.sha256(f"{salt}:{i}".encode()).digest()
+        a, b, e = (int.from_bytes(raw[8 * j : 8 * j + 8], "big") for j in range(3))
+        out.append((1 + a % (P - 1), b % P, e % P))
+    return out
+
+
+def rank_hash(table: Any, columns: Sequence[str], salt: str) -> tuple[Any, Any]:
+    """The portable seeded hash of ``columns`` (module docstring), as ``(table', h)``.
+
+    h₀ = 1, hᵢ = (hᵢ₋₁ · ((aᵢ·cᵢ + bᵢ) mod P) + eᵢ) mod P over the columns' codes cᵢ; every
+    intermediate is < 2⁶² (codes and h are < P < 2³¹), so int64 arithmetic is exact on every engine.
+
+    Returns:
+        ``table'``: ``table`` plus the MD5 digests of its non-integer ``columns`` (computed once, in
+        a projection of their own, since a code reads seven of their characters; drop the
+        ``_sdp_md5_*`` columns when done), and ``h``, an int64 expression over ``table'`` in [0, P).
+        Integer columns need no projection, so their hash stays inside the expression that uses it.
+    """
+    digests = {
+        f"_sdp_md5_{i}": table[c].cast("string").fill_null(_NULL).hexdigest("md5")
+        for i, c in enumerate(columns)
+        if not _is_integral(table[c])
+    }
+    t = table.mutate(**digests) if digests else table
+    h: Any = None
+    for i, (c, (a, b, e)) in enumerate(zip(columns, _multipliers(salt, len(columns)), strict=True)):
+        source = t[f"_sdp_md5_{i}"] if f"_sdp_md5_{i}" in digests else t[c]
+        factor = (_code(source) * a + b) % P
+        h = (factor + e) % P if h is None else (h * factor + e) % P
+    return t, h
+
+
+def _digest_columns(table: Any) -> list[str]:
+    return [c for c in table.columns if c.startswith("_sdp_md5_")]
 
 
 def restrict_keys(table: Any, columns: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> Any:
@@ -120,8 +174,8 @@ def kept_rows(
     """The rows kept by contribution bounding, one per kept row: ``UNIT``, the keys, ``_sdp_v``.
 
     The same rule as :func:`per_person_key` without aggregating: each person's rows of one key
-    ranked by the digest of unit ‖ key ‖ value (then value), the first ``max_rows`` kept; each
-    person's keys ranked by the digest of unit ‖ key (then key), the first ``max_groups`` kept
+    ranked by the hash of unit ‖ key ‖ value (then value), the first ``max_rows`` kept; each
+    person's keys ranked by the hash of unit ‖ key (then key), the first ``max_groups`` kept
     (a ``dense_rank``, so all rows of one (person, key) pair share the pair's rank). A per-person
     transformation, so the relation "add/remove one person" is preserved.
 
@@ -140,20 +194,17 @@ def kept_rows(
     for k in keys:
         cols[k] = table[k]
     cols["_sdp_v"] = value
-    rows = table.select(**cols)
     part = [UNIT, *keys]
-    rank = ibis.row_number().over(
-        group_by=part,
-        order_by=[digest([rows[c] for c in part] + [rows["_sdp_v"]], salt), rows["_sdp_v"]],
-    )
-    kept = rows.mutate(_sdp_r=rank).filter(ibis._["_sdp_r"] < max_rows).drop("_sdp_r")
+    rows, h = rank_hash(table.select(**cols), [*part, "_sdp_v"], salt)
+    rank = ibis.row_number().over(group_by=part, order_by=[h, rows["_sdp_v"]])
+    kept = rows.mutate(_sdp_r=rank).filter(ibis._["_sdp_r"] < max_rows)
+    kept = kept.drop("_sdp_r", *_digest_columns(kept))
     if max_groups is None or not keys:
         return kept
-    krank = ibis.dense_rank().over(
-        group_by=[kept[UNIT]],
-        order_by=[digest([kept[c] for c in part], salt), *[kept[k] for k in keys]],
-    )
-    return kept.mutate(_sdp_g=krank).filter(ibis._["_sdp_g"] < max_groups).drop("_sdp_g")
+    kept, h = rank_hash(kept, part, salt)
+    krank = ibis.dense_rank().over(group_by=[kept[UNIT]], order_by=[h, *[kept[k] for k in keys]])
+    kept = kept.mutate(_sdp_g=krank).filter(ibis._["_sdp_g"] < max_groups)
+    return kept.drop("_sdp_g", *_digest_columns(kept))
 
 
 def per_person_key(
@@ -187,27 +238,27 @@ def per_person_key(
     for k in keys:
         cols[k] = table[k]
     part = [UNIT, *keys]
-    if value is None:
+    if value is None and max_rows == 1:
+        # Every kept pair counts one row: distinct pairs, no per-pair count to carry.
+        pairs = table.select(**cols).distinct()
+        pairs = pairs.mutate(rows=ibis.literal(1, "int64"))
+    elif value is None:
         pairs = table.select(**cols).group_by(part).aggregate(n=ibis._.count())
         pairs = pairs.select(*part, rows=ibis.least(pairs.n, ibis.literal(max_rows, "int64")))
     else:
         cols["_sdp_v"] = value
-        rows = table.select(**cols)
-        rank = ibis.row_number().over(
-            group_by=part,
-            order_by=[digest([rows[c] for c in part] + [rows["_sdp_v"]], salt), rows["_sdp_v"]],
-        )
+        rows, h = rank_hash(table.select(**cols), [*part, "_sdp_v"], salt)
+        rank = ibis.row_number().over(group_by=part, order_by=[h, rows["_sdp_v"]])
         kept = rows.mutate(_sdp_r=rank).filter(ibis._["_sdp_r"] < max_rows)
         pairs = kept.group_by(part).aggregate(
             rows=ibis._.count(), total=ibis._["_sdp_v"].sum().cast("int64")
         )
     if max_groups is None or not keys:
         return pairs
-    krank = ibis.row_number().over(
-        group_by=[pairs[UNIT]],
-        order_by=[digest([pairs[c] for c in part], salt), *[pairs[k] for k in keys]],
-    )
-    return pairs.mutate(_sdp_g=krank).filter(ibis._["_sdp_g"] < max_groups).drop("_sdp_g")
+    pairs, h = rank_hash(pairs, part, salt)
+    krank = ibis.row_number().over(group_by=[pairs[UNIT]], order_by=[h, *[pairs[k] for k in keys]])
+    pairs = pairs.mutate(_sdp_g=krank).filter(ibis._["_sdp_g"] < max_groups)
+    return pairs.drop("_sdp_g", *_digest_columns(pairs))
 
 
 def group(pairs: Any, keys: Sequence[str], with_total: bool) -> Any:
