@@ -4,7 +4,8 @@ Everything here errs against the user where it matters: solvers that return a pr
 return the end of their final bracket on which the privacy claim is certified, never a midpoint;
 tiny positive probabilities that underflow are reported as the smallest positive float, not 0.
 
-scipy is imported lazily (inside functions) so that ``import sharpdp`` stays fast.
+scipy is imported lazily (inside functions) so that ``import sharpdp`` stays fast; the solvers are
+written here, since importing ``scipy.optimize`` alone costs about half a second.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sharpdp.errors import NumericalError
 
 __all__ = [
     "LOG_TINY",
+    "brent_root",
     "erfcx",
     "exp_up",
     "expm1mx",
@@ -230,7 +232,7 @@ def smallest_valid_smooth(
     """Smallest x in [lo, hi] with g(x) ≤ 0, for a continuous decreasing g (e.g. log δ(ε) − log δ).
 
     Like :func:`smallest_valid` but with far fewer evaluations on smooth g: Brent's method
-    (scipy's ``brentq``, with −∞ clipped to −10³) locates the root, then the returned point is
+    (:func:`brent_root`, with −∞ clipped to −10³) locates the root, then the returned point is
     one where g ≤ 0 was *checked* — the root itself, or the first of x(1 + 2^j·rtol) that
     passes, or ``hi``. So the search only affects sharpness (within a few ``rtol·x``), never
     validity.
@@ -238,7 +240,6 @@ def smallest_valid_smooth(
     Raises:
         NumericalError: if g(hi) > 0 (no valid point in the bracket) or g returns NaN.
     """
-    from scipy.optimize import brentq
 
     def clipped(x: float) -> float:
         v = g(x)
@@ -251,7 +252,7 @@ def smallest_valid_smooth(
         return lo
     if g_hi > 0.0:
         raise NumericalError(f"{what}: no valid point in [{lo!r}, {hi!r}] (g(hi) = {g_hi!r})")
-    x = float(brentq(clipped, lo, hi, xtol=1e-300, rtol=max(rtol / 4, 4.5e-16), maxiter=200))
+    x = brent_root(clipped, lo, hi, g_lo, g_hi, rtol=max(rtol / 4, 4.5e-16), what=what)
     if clipped(x) <= 0.0:
         return x
     step = rtol
@@ -286,23 +287,136 @@ def root_of_increasing(
     return lo + 0.5 * (hi - lo)
 
 
+def brent_root(
+    g: Callable[[float], float],
+    a: float,
+    b: float,
+    ga: float,
+    gb: float,
+    *,
+    rtol: float = 4.5e-16,
+    xtol: float = 1e-300,
+    maxiter: int = 1000,
+    what: str = "root",
+) -> float:
+    """A root of a continuous g on [a, b] with g(a)·g(b) ≤ 0 (values given), by Brent's method.
+
+    Inverse quadratic or secant steps where they make progress, bisection otherwise, so the
+    bracket shrinks at least geometrically (Brent 1973, *Algorithms for Minimization without
+    Derivatives*, ch. 4). Returns the best end of the final bracket, of width ≤ 4·rtol·|x| + 2·xtol.
+    Callers check the returned point themselves: the root only sharpens a bound.
+
+    Raises:
+        NumericalError: no sign change, or no convergence within ``maxiter`` steps.
+    """
+    if ga == 0.0:
+        return a
+    if gb == 0.0:
+        return b
+    if (ga > 0.0) == (gb > 0.0):
+        raise NumericalError(f"{what}: no sign change on [{a!r}, {b!r}] (g={ga!r}, {gb!r})")
+    c, gc = a, ga  # c: the previous b (the contrapoint is a)
+    d = e = b - a
+    for _ in range(maxiter):
+        if (gb > 0.0) == (gc > 0.0):  # keep the root between b and c
+            c, gc = a, ga
+            d = e = b - a
+        if abs(gc) < abs(gb):  # b is the best estimate so far
+            a, b, c = b, c, b
+            ga, gb, gc = gb, gc, gb
+        tol = 2.0 * rtol * abs(b) + xtol
+        half = 0.5 * (c - b)
+        if abs(half) <= tol or gb == 0.0:
+            return b
+        if abs(e) >= tol and abs(ga) > abs(gb):
+            s = gb / ga
+            if a == c:  # secant
+                p, q = 2.0 * half * s, 1.0 - s
+            else:  # inverse quadratic interpolation
+                qa, r = ga / gc, gb / gc
+                p = s * (2.0 * half * qa * (qa - r) - (b - a) * (r - 1.0))
+                q = (qa - 1.0) * (r - 1.0) * (s - 1.0)
+            if p > 0.0:
+                q = -q
+            p = abs(p)
+            if 2.0 * p < min(3.0 * half * q - abs(tol * q), abs(e * q)):
+                e, d = d, p / q  # accept the interpolation
+            else:
+                d = e = half  # bisect
+        else:
+            d = e = half
+        a, ga = b, gb
+        b += d if abs(d) > tol else math.copysign(tol, half)
+        gb = g(b)
+    raise NumericalError(f"{what}: Brent's method did not converge in {maxiter} steps")
+
+
+def _golden_minimum(
+    f: Callable[[float], float], a: float, b: float, *, xtol: float, maxiter: int = 500
+) -> float:
+    """A local minimiser of f on [a, b]: golden-section search with parabolic steps (Brent 1973,
+    ch. 5). Only a search: the caller evaluates f at the returned point."""
+    ratio = 0.5 * (3.0 - math.sqrt(5.0))
+    x = w = v = a + ratio * (b - a)
+    fx = fw = fv = f(x)
+    d = e = 0.0
+    for _ in range(maxiter):
+        mid = 0.5 * (a + b)
+        tol1 = xtol + 1e-12 * abs(x)
+        tol2 = 2.0 * tol1
+        if abs(x - mid) <= tol2 - 0.5 * (b - a):
+            break
+        parabolic = False
+        if abs(e) > tol1:
+            r = (x - w) * (fx - fv)
+            q = (x - v) * (fx - fw)
+            p = (x - v) * q - (x - w) * r
+            q = 2.0 * (q - r)
+            if q > 0.0:
+                p = -p
+            q = abs(q)
+            if abs(p) < abs(0.5 * q * e) and q * (a - x) < p < q * (b - x):
+                e, d = d, p / q
+                u = x + d
+                if u - a < tol2 or b - u < tol2:
+                    d = tol1 if mid >= x else -tol1
+                parabolic = True
+        if not parabolic:
+            e = (a - x) if x >= mid else (b - x)
+            d = ratio * e
+        u = x + (d if abs(d) >= tol1 else math.copysign(tol1, d))
+        fu = f(u)
+        if fu <= fx:
+            if u >= x:
+                a = x
+            else:
+                b = x
+            v, fv, w, fw, x, fx = w, fw, x, fx, u, fu
+        else:
+            if u < x:
+                a = u
+            else:
+                b = u
+            if fu <= fw or w == x:
+                v, fv, w, fw = w, fw, u, fu
+            elif fu <= fv or v in (x, w):
+                v, fv = u, fu
+    return x
+
+
 def minimize_scalar(f: Callable[[float], float], lo: float, hi: float) -> tuple[float, float]:
-    """Approximate minimiser (x, f(x)) of f on [lo, hi]: a coarse scan, then bounded Brent.
+    """Approximate minimiser (x, f(x)) of f on [lo, hi]: a coarse scan, then Brent's bounded search.
 
     The returned value is f evaluated *at* the returned x, so when every x yields a valid bound the
     result is valid; imprecision in the search can only make it less sharp.
     """
-    import numpy as np
-    from scipy.optimize import minimize_scalar as _minimize
-
-    grid = np.linspace(lo, hi, 33)
-    values = [f(float(x)) for x in grid]
-    i = int(np.argmin(values))
-    a, b = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, len(grid) - 1)])
-    best_x, best_f = float(grid[i]), values[i]
+    grid = [lo + (hi - lo) * i / 32 for i in range(33)]
+    values = [f(x) for x in grid]
+    i = min(range(len(values)), key=values.__getitem__)
+    a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    best_x, best_f = grid[i], values[i]
     if b > a:
-        res = _minimize(f, bounds=(a, b), method="bounded", options={"xatol": 1e-12 * max(1.0, b)})
-        x = float(res.x)
+        x = _golden_minimum(f, a, b, xtol=1e-12 * max(1.0, b))
         fx = f(x)
         if fx < best_f:
             best_x, best_f = x, fx
