@@ -43,6 +43,18 @@ QUERIES: list[tuple[str, Callable[[Any, list[str], list[str]], Any]]] = [
         lambda s, c, d: s.sum("air_time", bounds=(0.0, 500.5), privacy=sdp.PureDP(0.5), max_rows=3),
     ),
     (
+        "sum per person by",
+        lambda s, c, d: s.sum(
+            "dep_delay",
+            bounds=(-300.0, 3000.5),
+            privacy=sdp.PureDP(0.5),
+            by="carrier",
+            keys=c,
+            max_groups=2,
+            clamp="person",
+        ),
+    ),
+    (
         "mean by",
         lambda s, c, d: s.mean(
             "dep_delay",

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
 
 import sharpdp as sdp
@@ -130,3 +131,57 @@ def test_mean_explain_splits_privacy(small: pd.DataFrame) -> None:
     assert e.statistics[0].mechanism == sdp.DiscreteLaplace(4 * steps, sensitivity=int(steps))
     assert e.statistics[1].mechanism == sdp.DiscreteLaplace(4.0, sensitivity=1)
     assert e.cost <= 0.5
+
+
+def _person_totals(
+    df: pd.DataFrame, reference: type, lo: float, hi: float, step: float, kappa: int, salt: str
+) -> dict[str, float]:
+    """Independent per-person clamping: t = Σ⌊x/step + ½⌋ per (person, fruit), clamped to the
+    rounded bounds; each person's fruits ranked by hash(unit|fruit|salt), ``kappa`` kept."""
+    d = df[df["amount"].notna()].copy()
+    d["v"] = np.floor(d["amount"] / step + 0.5).astype(np.int64)
+    t = d.groupby(["person", "fruit"])["v"].sum().reset_index()
+    lo_g, hi_g = math.floor(lo / step + 0.5), math.floor(hi / step + 0.5)
+    t["v"] = t["v"].clip(lo_g, hi_g)
+    t["digest"] = [
+        reference.rank_hash([p, f], salt) for p, f in zip(t["person"], t["fruit"], strict=True)
+    ]
+    t = t.sort_values(["person", "digest"], kind="mergesort")
+    t = t[t.groupby("person").cumcount() < kappa]
+    return (t.groupby("fruit")["v"].sum() * step).to_dict()
+
+
+def test_sum_clamped_per_person_is_bounded_truth(small: pd.DataFrame, reference: type) -> None:
+    """clamp='person': every row counts and each person's total per key is clamped; the
+    sensitivity is max(|L|, |U|) (not max_rows times it), shown by explain()."""
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e12), seed=8)
+    q = s.sum(
+        "amount",
+        bounds=(-20, 150),
+        privacy=sdp.PureDP(1e7),
+        by="fruit",
+        keys=FRUITS,
+        max_groups=2,
+        granularity=1.0,
+        clamp="person",
+    )
+    assert q.bounding.max_rows is None
+    (stat,) = q.statistics
+    assert stat.sensitivity == 150.0  # step 1: Δ∞ = max(|−20|, |150|) steps
+    assert "total per key clamped to [-20, 150]" in str(q.bounding)
+    want = _person_totals(
+        small[small["fruit"].isin(FRUITS)], reference, -20, 150, 1.0, 2, q.bounding.salt
+    )
+    got = q.run(rng=0).to_pandas()
+    assert dict(zip(got["fruit"], got["sum"], strict=True)) == want
+    # some person's total was clamped (the table has persons with several large amounts)
+    raw = small.groupby(["person", "fruit"])["amount"].sum()
+    assert (raw > 150).any()
+
+
+def test_sum_clamp_argument_is_checked(small: pd.DataFrame) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(10), seed=8)
+    with pytest.raises(sdp.InvalidParameter, match="clamp must be"):
+        s.sum("amount", bounds=(0, 10), privacy=sdp.PureDP(1), clamp="group")
+    with pytest.raises(sdp.InvalidParameter, match="max_rows does not apply"):
+        s.sum("amount", bounds=(0, 10), privacy=sdp.PureDP(1), clamp="person", max_rows=2)

@@ -5,6 +5,7 @@ Examples::
     sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1 --keys AA,DL,UA
     sharpdp query flights.parquet top-k dest --k 10 --unit tailnum --privacy approx:0.5,1e-7
     sharpdp query flights.csv mean dep_delay --bounds -30,150 --unit tailnum --privacy pure:0.2
+    sharpdp query flights.csv sum dep_delay --bounds 0,3000 --clamp person --unit tailnum
     sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1 --explain
 
 The budget is kept in ``--ledger`` (per ``--analyst``); without one, the query runs under a fresh
@@ -85,16 +86,19 @@ def _build(session: Any, kind: Kind, column: str | None, options: dict[str, Any]
         return session.quantile(
             column, options["q"], bounds=options["bounds"], privacy=privacy, **caps
         )
+    value_args = {
+        "bounds": options["bounds"],
+        "privacy": privacy,
+        "by": by,
+        "keys": options["keys"],
+        "max_groups": options["max_groups"],
+    }
+    if kind is Kind.SUM and options["clamp"] == "person":  # every row counts: no max_rows
+        return session.sum(column, clamp="person", **value_args)
+    if options["clamp"] == "person":
+        raise typer.BadParameter("--clamp person applies to sum only")
     method = session.sum if kind is Kind.SUM else session.mean
-    return method(
-        column,
-        bounds=options["bounds"],
-        privacy=privacy,
-        by=by,
-        keys=options["keys"],
-        max_groups=options["max_groups"],
-        **caps,
-    )
+    return method(column, **value_args, **caps)
 
 
 @app.command()
@@ -122,6 +126,9 @@ def query(
     k: Annotated[int, typer.Option("--k", help="how many keys top-k releases")] = 10,
     max_groups: Annotated[int, typer.Option(help="keys kept per person")] = 1,
     max_rows: Annotated[int, typer.Option(help="rows kept per person and key")] = 1,
+    clamp: Annotated[
+        str, typer.Option(help="sum: clamp each 'row' (at most --max-rows), or each 'person' total")
+    ] = "row",
     drop_null_units: Annotated[
         bool, typer.Option(help="drop rows whose unit is empty (default: refuse them)")
     ] = False,
@@ -147,6 +154,7 @@ def query(
         "k": k,
         "max_groups": max_groups,
         "max_rows": max_rows,
+        "clamp": clamp,
     }
     session = sdp.data.Session(
         str(file),

@@ -38,6 +38,7 @@ __all__ = [
     "group",
     "kept_rows",
     "per_person_key",
+    "per_person_total",
     "rank_hash",
     "restrict_keys",
     "valued_rows",
@@ -253,6 +254,64 @@ def per_person_key(
         pairs = kept.group_by(part).aggregate(
             rows=ibis._.count(), total=ibis._["_sdp_v"].sum().cast("int64")
         )
+    if max_groups is None or not keys:
+        return pairs
+    pairs, h = rank_hash(pairs, part, salt)
+    krank = ibis.row_number().over(group_by=[pairs[UNIT]], order_by=[h, *[pairs[k] for k in keys]])
+    pairs = pairs.mutate(_sdp_g=krank).filter(ibis._["_sdp_g"] < max_groups)
+    return pairs.drop("_sdp_g", *_digest_columns(pairs))
+
+
+#: Rows are limited to ±2³¹ grid steps before a person's total is formed, so that a total of up to
+#: 2³² rows stays inside int64 on every engine (only a person's total is clamped to the bounds).
+ROW_LIMIT = 2**31
+
+
+def per_person_total(
+    table: Any,
+    unit: str,
+    keys: Sequence[str],
+    value: Any,
+    *,
+    grid: tuple[float, int, int],
+    max_groups: int | None,
+    salt: str,
+) -> Any:
+    """One row per (person, key) kept, each person's total clamped: ``rows`` and ``total``.
+
+    Every row of the person and key counts (no ``max_rows``): each row's value is rounded to the
+    grid, t = Σ ⌊x/step + ½⌋ over the person's rows of the key (each limited to ±2³¹ steps, an
+    integer sum, so DuckDB and Spark agree exactly), and ``total`` = min(max(t, L_g), U_g) with
+    L_g = ⌊L/step + ½⌋, U_g = ⌊U/step + ½⌋. A person's total per key thus lies in [L_g, U_g]
+    whatever their number of rows; keys per person are capped as in :func:`per_person_key`.
+    Under add/remove of one person, each of at most ``max_groups`` keys moves by at most
+    max(|L_g|, |U_g|) grid steps.
+
+    Args:
+        table: the Ibis table (rows with a NULL value already removed).
+        unit: the privacy-unit column.
+        keys: the key columns (empty: one group).
+        value: the numeric value column (an Ibis expression over ``table``).
+        grid: (step, L_g, U_g), the grid step and the bounds in grid steps.
+        max_groups: keys per person kept (``None``: no cap, for one group).
+        salt: the query's salt.
+    """
+    ibis = _engine.ibis()
+
+    step, lo_g, hi_g = grid
+    limit = ROW_LIMIT * step
+    cols: dict[str, Any] = {UNIT: table[unit]}
+    for k in keys:
+        cols[k] = table[k]
+    cols["_sdp_v"] = clamped_grid(value, -limit, limit, step)
+    part = [UNIT, *keys]
+    sums = (
+        table.select(**cols)
+        .group_by(part)
+        .aggregate(rows=ibis._.count(), _sdp_t=ibis._["_sdp_v"].sum())
+    )
+    total = ibis.least(ibis.greatest(sums["_sdp_t"], lo_g), hi_g).cast("int64")
+    pairs = sums.select(*part, "rows", total=total)
     if max_groups is None or not keys:
         return pairs
     pairs, h = rank_hash(pairs, part, salt)

@@ -44,28 +44,40 @@ class Bounding:
     """Declared contribution bounds of a query.
 
     Attributes:
-        max_rows: rows of one person kept per key (``max_rows`` per person when there is no key).
+        max_rows: rows of one person kept per key (``max_rows`` per person when there is no key);
+            ``None`` when every row counts (a sum clamped per person).
         max_groups: keys one person contributes to (``None`` when there is one group).
         salt: the query's salt for the seeded hash that ranks rows and keys.
-        clamp: ``(lower, upper)`` clamping bounds of summed values (per row), or ``None``.
+        clamp: ``(lower, upper)`` clamping bounds of summed values, or ``None``.
         step: the grid step summed values are rounded to (``None`` without values).
+        clamp_per: ``"row"`` (each row's value is clamped) or ``"person"`` (each person's total
+            per key is clamped).
     """
 
-    max_rows: int
+    max_rows: int | None
     max_groups: int | None
     salt: str
     clamp: tuple[float, float] | None = None
     step: float | None = None
+    clamp_per: str = "row"
 
     def __str__(self) -> str:
-        parts = [f"≤ {self.max_rows} row(s) per person per key"]
+        parts = []
+        if self.max_rows is not None:
+            parts.append(f"≤ {self.max_rows} row(s) per person per key")
         if self.max_groups is not None:
             parts.append(f"≤ {self.max_groups} key(s) per person")
         if self.clamp is not None:
-            parts.append(f"values clamped per row to [{self.clamp[0]:g}, {self.clamp[1]:g}]")
+            lo, hi = self.clamp
+            if self.clamp_per == "person":
+                parts.append(
+                    f"every row counts; each person's total per key clamped to [{lo:g}, {hi:g}]"
+                )
+            else:
+                parts.append(f"values clamped per row to [{lo:g}, {hi:g}]")
         if self.step is not None and self.step != 1.0:
             parts.append(f"rounded to multiples of {self.step:g}")
-        return "; ".join(parts) + f" (kept by MD5(unit|key|…|salt), salt {self.salt})"
+        return "; ".join(parts) + f" (kept by a seeded hash of unit ‖ key, salt {self.salt})"
 
 
 @dataclass(frozen=True, slots=True)

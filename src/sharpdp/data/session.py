@@ -520,14 +520,17 @@ class Session:
         target: sdp.Guarantee,
         values: _Values,
         statistics: tuple[Statistic, ...],
+        clamp_per: str = "row",
         **fields: Any,
     ) -> _ValueQueryT:
         """The sum or mean query of ``values`` (salted last, once its noise is calibrated)."""
         v = values
+        per = ", clamp='person'" if clamp_per == "person" else ""
+        rows = None if clamp_per == "person" else v.max_rows
         return kind(
-            description=f"{what}({v.column!r}, bounds={v.clamp}, by={list(v.cols) or None}) with "
-            f"privacy {target!r}",
-            bounding=Bounding(v.max_rows, v.max_groups, self._salt(), v.clamp, v.grid[0]),
+            description=f"{what}({v.column!r}, bounds={v.clamp}{per}, by={list(v.cols) or None}) "
+            f"with privacy {target!r}",
+            bounding=Bounding(rows, v.max_groups, self._salt(), v.clamp, v.grid[0], clamp_per),
             statistics=statistics,
             column=v.column,
             keys=v.cols,
@@ -548,8 +551,9 @@ class Session:
         keys: object = None,
         max_groups: int | None = None,
         granularity: float | None = None,
+        clamp: str = "row",
     ) -> SumQuery:
-        """The sum of ``column`` clamped per row to ``bounds`` (per public key with ``by``).
+        """The sum of ``column`` clamped to ``bounds`` (per public key with ``by``).
 
         Values are rounded to a grid of step ``granularity`` (default: 1 for an integer column with
         integer bounds, or for integer bounds at least 2^8 apart; else the power of two just below
@@ -557,26 +561,50 @@ class Session:
         moves each value by at most half a step (the interval covers the rounded data). NULL
         values are skipped.
 
+        Two ways to bound a person's contribution to one key's sum:
+
+        * ``clamp="row"`` (default): each row is clamped to ``bounds`` and at most ``max_rows``
+          rows count; sensitivity ``max_rows``·max(|L|, |U|).
+        * ``clamp="person"``: every row counts, and the person's *total* over their rows of the
+          key is clamped to ``bounds``; sensitivity max(|L|, |U|), whatever the number of rows
+          (``max_rows`` does not apply). Better when persons have many small rows, e.g. the total
+          delay of an aircraft's flights.
+
         Args:
             column: a numeric column.
             bounds: (L, U), L < U.
             privacy: the target.
-            max_rows: rows per person (per key) kept (default: the session's).
+            max_rows: rows per person (per key) kept (default: the session's); only with
+                ``clamp="row"``.
             by: by-column(s), or ``None`` for one total.
             keys: the public by-keys (required with ``by``).
             max_groups: by-keys per person kept (default: the session's).
             granularity: the grid step (see above).
+            clamp: ``"row"`` or ``"person"`` (see above).
 
         Returns:
             The :class:`~sharpdp.data.sums.SumQuery`.
+
+        Raises:
+            InvalidParameter: ``clamp`` is neither, or ``max_rows`` is given with ``"person"``.
         """
         target = _privacy(privacy)
+        if clamp not in ("row", "person"):
+            raise InvalidParameter(f"clamp must be 'row' or 'person', got {clamp!r}")
+        if clamp == "person" and max_rows is not None:
+            raise InvalidParameter(
+                "max_rows does not apply with clamp='person': every row counts and each person's "
+                "total per key is clamped to the bounds"
+            )
         v = self._value_setup(column, bounds, by, keys, max_rows, max_groups, granularity)
         step, lo_g, hi_g = v.grid
-        sens = v.max_rows * max(abs(lo_g), abs(hi_g))
+        rows = 1 if clamp == "person" else v.max_rows
+        sens = rows * max(abs(lo_g), abs(hi_g))
         plan = _noise.calibrate_integer_noise(target, sens, v.copies)
         stat = Statistic("sum", plan.mechanism, v.copies, float(sens), plan.route, unit=step)
-        return self._value_query(SumQuery, "sum", target, v, (stat,), noise=plan.mechanism)
+        return self._value_query(
+            SumQuery, "sum", target, v, (stat,), clamp_per=clamp, noise=plan.mechanism
+        )
 
     def mean(
         self,

@@ -6,7 +6,9 @@ released sum is g·(Σv + Z) with integer noise Z (exact samplers; no floating-p
 whose value is NULL (or NaN) are dropped first (a row-wise filter, which preserves the add/remove-one-person
 relation). Under add/remove of a person with ≤ m rows per key (and ≤ κ keys):
 
-* sum: Δ∞ = m·max(|L_g|, |U_g|) grid units per key;
+* sum: Δ∞ = m·max(|L_g|, |U_g|) grid units per key; or, clamping each person's total per key
+  instead of each row (``clamp="person"``: every row counts, rounded to the grid, and the person's
+  total is clamped to [L_g, U_g]), Δ∞ = max(|L_g|, |U_g|) whatever the number of rows;
 * mean: the centred sum Σ(2v − (L_g + U_g)) has Δ∞ = m·(U_g − L_g) (doubled grid units, to stay
   integral), the count Δ∞ = m; mean = c + g·Ŝ/(2·max(1, N̂)), c = g(L_g + U_g)/2, clipped to
   [g·L_g, g·U_g] (post-processing). The privacy is split evenly between the two: PureDP(ε/2),
@@ -52,6 +54,16 @@ class _ValueQuery(Query):
         assert self.bounding.clamp is not None
         lower, upper = self.bounding.clamp
         table = _bounding.valued_rows(self.source.table, self.column, self.keys, self.public)
+        if self.bounding.clamp_per == "person":
+            return _bounding.per_person_total(
+                table,
+                self.privacy_unit,
+                self.keys,
+                table[self.column],
+                grid=self.grid,
+                max_groups=self.bounding.max_groups,
+                salt=self.bounding.salt,
+            )
         value = _bounding.clamped_grid(table[self.column], lower, upper, step)
         return _bounding.per_person_key(
             table, self.privacy_unit, self.keys, value=value, **self._bounding_kwargs()
