@@ -40,7 +40,8 @@ from sharpdp.guarantees import Guarantee
 
 
 def prefill(path: Path, items: list[Guarantee], budget: Guarantee) -> None:
-    """Create the ledger, then append one row per item in a single transaction."""
+    """Create the ledger, record the account's budget, then append one row per item, in a single
+    transaction (every spend row names the account's recorded budget, as the format requires)."""
     Ledger(path).close()
     stamp = datetime.now(UTC).isoformat(timespec="microseconds")
     rows = [
@@ -60,6 +61,11 @@ def prefill(path: Path, items: list[Guarantee], budget: Guarantee) -> None:
     ]
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT INTO budgets (analyst, period, budget, created_at, reason, library_version) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        ("bench", "all", dumps(budget), stamp, "benchmark prefill", sdp.__version__),
+    )
     conn.executemany(
         "INSERT INTO spends (analyst, period, item, count, created_at, measure, at_delta, "
         "spent_after, budget, library_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -8,10 +8,15 @@ Harrison–Manurangsi's exact zCDP of the Laplace mechanism evaluated in mpmath.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
+import textwrap
 import threading
+from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -503,3 +508,312 @@ def test_shared_ledger_is_not_closed_by_the_accountant(tmp_path: Path) -> None:
     ledger.close()
     with pytest.raises(sdp.LedgerError):
         ledger.history("default", "all")
+
+
+# -- the budget lives in the ledger ----------------------------------------------------------------
+
+
+def raw_budgets(path: Path) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT * FROM budgets ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+ONE = sdp.ApproxDP(1.0, 1e-6)
+FIVE = sdp.ApproxDP(5.0, 1e-6)
+
+
+def test_reopening_with_another_budget_raises_naming_both(tmp_path: Path) -> None:
+    # The issue: reopening an account created with ApproxDP(1, 1e-6) with ApproxDP(5, 1e-6)
+    # silently allowed spending past the original limit.
+    path = tmp_path / "l.sqlite"
+    with Accountant(ONE, ledger=path, analyst="ana") as acc:
+        acc.spend(sdp.Gaussian(8.0))
+        spent = acc.spent()
+    assert 0.5 < spent < 0.51  # (1/8)-GDP at δ = 1e-6
+    spends, budgets = raw_rows(path), raw_budgets(path)
+    with pytest.raises(sdp.LedgerError) as refused:
+        Accountant(FIVE, ledger=path, analyst="ana")
+    message = str(refused.value)
+    assert repr(ONE) in message
+    assert repr(FIVE) in message
+    assert "set_budget" in message
+    assert (raw_rows(path), raw_budgets(path)) == (spends, budgets)  # nothing written
+    # Reopened with its budget, the account reads what was spent and still refuses overspending.
+    with Accountant(ONE, ledger=path, analyst="ana") as acc:
+        assert acc.spent() == spent
+        assert acc.remaining() == 1.0 - spent
+        with pytest.raises(sdp.BudgetExceeded):
+            acc.spend(sdp.Gaussian(8.0), count=4)
+        assert not acc.summary().over_budget
+    # Other accounts of the same ledger keep their own budgets.
+    with Accountant(FIVE, ledger=path, analyst="bob") as bob:
+        bob.spend(sdp.Gaussian(8.0), count=4)
+
+
+def test_set_budget_is_recorded_with_time_and_reason(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    reason = "approved by the privacy board (ticket 42)"
+    with Accountant(ONE, ledger=path, analyst="ana") as acc:
+        acc.spend(sdp.Gaussian(8.0))
+        (first,) = acc.budgets()
+        assert not acc.would_fit(sdp.Gaussian(8.0), count=4)
+        start = datetime.now(UTC)
+        record = acc.set_budget(FIVE, reason=reason)
+        end = datetime.now(UTC)
+        assert acc.budget == FIVE
+        entry = acc.spend(sdp.Gaussian(8.0), count=4)  # over the old budget, within the new one
+        assert 1.0 < entry.spent_after <= 5.0
+        assert entry.budget == FIVE
+    # The record, read with sqlite3 and json as docs/ledger.md describes it.
+    (_, row) = raw_budgets(path)
+    rid, analyst, period, text, created, why, version = row
+    assert (rid, analyst, period, why, version) == (2, "ana", "all", reason, sdp.__version__)
+    assert json.loads(text) == {"type": "ApproxDP", "params": {"epsilon": 5.0, "delta": 1e-6}}
+    assert start <= datetime.fromisoformat(created) <= end
+    assert (record.id, record.budget, record.reason) == (2, FIVE, reason)
+    assert record.timestamp == datetime.fromisoformat(created)
+    # The spend rows name the budget each was checked against.
+    assert [json.loads(r[9])["params"]["epsilon"] for r in raw_rows(path)] == [1.0, 5.0]
+    # Now the old budget is the one refused, and the new one opens the account.
+    with pytest.raises(sdp.LedgerError, match=r"epsilon=5\.0.*epsilon=1\.0"):
+        Accountant(ONE, ledger=path, analyst="ana")
+    with Accountant(FIVE, ledger=path, analyst="ana") as acc:
+        assert acc.budgets() == (first, record)
+        summary = acc.summary()
+        assert (summary.budget, summary.budget_reason) == (FIVE, reason)
+        assert summary.budget_since == record.timestamp
+
+
+def test_set_budget_never_below_what_is_spent(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    acc = Accountant(sdp.PureDP(1.0), ledger=path, analyst="x")
+    acc.spend(sdp.PureDP(0.5))
+    spends, budgets = raw_rows(path), raw_budgets(path)
+    with pytest.raises(sdp.BudgetExceeded, match=r"PureDP\(epsilon=0\.4375\).*ε = 0\.5 at δ = 0"):
+        acc.set_budget(sdp.PureDP(0.4375), reason="cut")
+    for bad in (sdp.GDP(1.0), sdp.ApproxZCDP(0.1, 1e-6), None, 0.5):
+        with pytest.raises(sdp.InvalidParameter, match="budget"):
+            acc.set_budget(bad, reason="bad type")  # type: ignore[arg-type]
+    for reason in ("", " ", None, 7):
+        with pytest.raises(sdp.InvalidParameter, match="reason"):
+            acc.set_budget(sdp.PureDP(2.0), reason=reason)  # type: ignore[arg-type]
+    assert (raw_rows(path), raw_budgets(path)) == (spends, budgets)
+    assert acc.budget == sdp.PureDP(1.0)
+    # Exactly what is spent is allowed: the account is then full.
+    acc.set_budget(sdp.PureDP(0.5), reason="freeze")
+    assert (acc.spent(), acc.remaining()) == (0.5, 0.0)
+    assert not acc.would_fit(sdp.PureDP(2**-20))
+    acc.spend(sdp.PureDP(0.0))
+    # A zCDP budget cannot be set on a history that implies no zCDP bound.
+    other = Accountant(ONE, ledger=path, analyst="y")
+    other.spend(sdp.ApproxDP(0.1, 1e-9))
+    with pytest.raises(sdp.NotImplied):
+        other.set_budget(sdp.ZCDP(10.0), reason="switch to zCDP")
+    assert other.budget == ONE
+    assert len(raw_budgets(path)) == len(budgets) + 2  # "freeze" and y's first budget only
+    acc.close()
+    other.close()
+
+
+def test_budget_changes_apply_to_every_accountant_of_the_account(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    a = Accountant(sdp.PureDP(1.0), ledger=path, analyst="x")
+    b = Accountant(ledger=path, analyst="x")  # the recorded budget
+    assert b.budget == sdp.PureDP(1.0)
+    a.spend(sdp.PureDP(0.5))
+    b.set_budget(sdp.PureDP(2.0), reason="raised")
+    assert a.budget == sdp.PureDP(2.0)
+    a.spend(sdp.PureDP(1.0))
+    # A change of type: the history is read in the new currency, exactly.
+    b.set_budget(sdp.ZCDP(2.0), reason="switch to zCDP")
+    assert a.measure == "rho"
+    entry = a.spend(sdp.Gaussian(1.0))
+    assert (entry.measure, entry.at_delta, entry.budget) == ("rho", None, sdp.ZCDP(2.0))
+    # ε-DP is ε·tanh(ε/2)-zCDP (Cesar–Rogers); the Gaussian with σ = 1 is 1/2-zCDP.
+    rho = 0.5 * math.tanh(0.25) + 1.0 * math.tanh(0.5) + 0.5
+    assert a.spent() == pytest.approx(rho, rel=1e-12)
+    assert a.spent() >= rho * (1 - 1e-15)
+    a.close()
+    b.close()
+
+
+def test_a_budget_change_just_before_a_spend_is_checked_in_its_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "l.sqlite"
+    a = Accountant(sdp.PureDP(1.0), ledger=path, analyst="x")
+    b = Accountant(sdp.PureDP(1.0), ledger=path, analyst="x")
+    a.spend(sdp.PureDP(0.5))
+    assert a.would_fit(sdp.PureDP(0.5))
+    append = Ledger.append
+    cuts: list[object] = []
+
+    def cut_then_append(self: Ledger, *args: Any, **kwargs: Any) -> Any:
+        # Another process lowers the budget after a's own pre-check, before a's transaction.
+        if not cuts:
+            cuts.append(b.set_budget(sdp.PureDP(0.75), reason="cut"))
+        return append(self, *args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "append", cut_then_append)
+    with pytest.raises(sdp.BudgetExceeded, match=r"over the budget PureDP\(epsilon=0\.75\)"):
+        a.spend(sdp.PureDP(0.5))
+    assert cuts
+    assert len(a.history()) == 1
+    assert a.spend(sdp.PureDP(0.25)).budget == sdp.PureDP(0.75)
+    assert a.remaining() == 0.0
+    a.close()
+    b.close()
+
+
+def test_budget_none_opens_only_an_account_with_a_recorded_budget(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.sqlite"
+    with pytest.raises(sdp.LedgerError, match="does not exist"):
+        Accountant(ledger=missing, analyst="ana")
+    assert not missing.exists()  # a mistyped path never starts a ledger
+    with pytest.raises(sdp.InvalidParameter, match="no budget is recorded"):
+        Accountant()  # a fresh in-memory ledger has no budget
+    path = tmp_path / "l.sqlite"
+    Accountant(sdp.PureDP(1.0), ledger=path, analyst="ana").close()
+    with pytest.raises(sdp.InvalidParameter, match=r"budget: no budget is recorded.*'bob'"):
+        Accountant(ledger=path, analyst="bob")
+    with pytest.raises(sdp.InvalidParameter, match="no budget is recorded"):
+        Accountant(ledger=path, analyst="ana", period="2026-01")
+    assert [row[1] for row in raw_budgets(path)] == ["ana"]
+    with Accountant(ledger=path, analyst="ana") as acc:
+        assert acc.budget == sdp.PureDP(1.0)
+        acc.spend(sdp.PureDP(1.0))
+        with pytest.raises(sdp.BudgetExceeded):
+            acc.spend(sdp.PureDP(2**-20))
+
+
+def test_readings_show_spent_and_budget(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    acc = Accountant(sdp.ZCDP(1.0), ledger=path, analyst="z")
+    acc.spend(sdp.Gaussian(2.0))  # ρ = 1/(2σ²) = 1/8
+    summary = acc.summary()
+    assert (
+        summary.analyst,
+        summary.period,
+        summary.budget,
+        summary.measure,
+        summary.at_delta,
+        summary.spent,
+        summary.remaining,
+        summary.over_budget,
+        summary.spends,
+    ) == ("z", "all", sdp.ZCDP(1.0), "rho", None, 0.125, 0.875, False, 1)
+    assert summary.budget_reason == "opened by the account's first accountant"
+    text = str(summary)
+    for needle in ("ρ = 0.125", repr(sdp.ZCDP(1.0)), "remaining 0.875", "1 spend"):
+        assert needle in text
+    shown = repr(acc)
+    assert "spent=0.125" in shown
+    assert f"budget={sdp.ZCDP(1.0)!r}" in shown
+    history = acc.ledger.history("z", "all")
+    assert history.budget is not None
+    assert history.budget.budget == sdp.ZCDP(1.0)
+    (entry,) = acc.history()
+    assert (entry.spent_after, entry.budget) == (0.125, sdp.ZCDP(1.0))
+    acc.close()
+    assert "spent=<unreadable>" in repr(acc)  # a closed ledger: repr still answers
+
+
+# Run by ``exec`` in each child. Every opener first reads "no budget recorded" (the read is slowed
+# down until all have made it), then records: the race that the transaction must settle.
+_OPENER = """
+import time
+import sharpdp as sdp
+from sharpdp.accounting.accountant import Accountant
+from sharpdp.accounting.ledger import Ledger
+
+read = Ledger.budget
+
+def slow_read(self, analyst, period):
+    found = read(self, analyst, period)
+    time.sleep(0.5)
+    return found
+
+Ledger.budget = slow_read
+barrier.wait()
+try:
+    acc = Accountant(budget=sdp.PureDP(EPSILON), ledger=PATH, analyst="new")
+except sdp.LedgerError as err:
+    conn.send(("refused", str(err)))
+else:
+    conn.send(("opened", repr(acc.budget)))
+    acc.close()
+"""
+
+
+def test_concurrent_first_openers_with_different_budgets_exactly_one_wins(tmp_path: Path) -> None:
+    path = tmp_path / "new.sqlite"
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["sharpdp.accounting.accountant"])
+    n = 5
+    barrier = ctx.Barrier(n)
+    budgets = [sdp.PureDP(0.5 * (i + 1)) for i in range(n)]
+    pipes, procs = [], []
+    for budget in budgets:
+        parent, child = ctx.Pipe(duplex=False)
+        env = {"PATH": str(path), "EPSILON": budget.epsilon_, "barrier": barrier, "conn": child}
+        proc = ctx.Process(target=exec, args=(_OPENER, env))
+        proc.start()
+        child.close()
+        pipes.append(parent)
+        procs.append(proc)
+    results = []
+    for parent, proc in zip(pipes, procs, strict=True):
+        assert parent.poll(120), "an opener did not finish"
+        results.append(parent.recv())
+        proc.join(30)
+        assert proc.exitcode == 0
+    winners = [i for i, (kind, _) in enumerate(results) if kind == "opened"]
+    assert len(winners) == 1
+    winner = budgets[winners[0]]
+    assert results[winners[0]][1] == repr(winner)
+    for budget, (kind, message) in zip(budgets, results, strict=True):
+        if kind == "refused":
+            assert repr(winner) in message
+            assert repr(budget) in message
+    (row,) = raw_budgets(path)
+    assert json.loads(row[3]) == {"type": "PureDP", "params": {"epsilon": winner.epsilon_}}
+
+
+def test_a_new_process_sees_the_recorded_budget(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    with Accountant(ONE, ledger=path, analyst="ana") as acc:
+        acc.spend(sdp.Gaussian(8.0))
+        acc.set_budget(sdp.ApproxDP(2.0, 1e-6), reason="ticket 42")
+    script = textwrap.dedent(
+        f"""
+        import sharpdp as sdp
+        from sharpdp.accounting.accountant import Accountant
+        try:
+            Accountant(sdp.ApproxDP(1.0, 1e-6), ledger={str(path)!r}, analyst="ana")
+        except sdp.LedgerError as err:
+            print("refused", "epsilon=1.0" in str(err) and "epsilon=2.0" in str(err))
+        with Accountant(ledger={str(path)!r}, analyst="ana") as acc:
+            print(repr(acc.budget))
+            print(acc.summary().budget_reason)
+            print(acc.spend(sdp.Gaussian(8.0), count=4).spent_after > 1.0)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert out.stdout.splitlines() == [
+        "refused True",
+        repr(sdp.ApproxDP(2.0, 1e-6)),
+        "ticket 42",
+        "True",
+    ]
+    with Accountant(ledger=path, analyst="ana") as acc:  # and this process sees the child's spend
+        assert len(acc.history()) == 2
+        assert acc.budget == sdp.ApproxDP(2.0, 1e-6)

@@ -16,9 +16,11 @@ import os
 import signal
 import sqlite3
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,7 +34,7 @@ from sharpdp import mechanisms as mech
 from sharpdp.accounting import _serialize
 from sharpdp.accounting.accountant import Accountant
 from sharpdp.accounting.composition import compose
-from sharpdp.accounting.ledger import FORMAT_NAME, SCHEMA_VERSION, History, Ledger
+from sharpdp.accounting.ledger import FORMAT_NAME, SCHEMA_VERSION, History, Ledger, Reading
 from sharpdp.guarantees import Guarantee
 
 INF = math.inf
@@ -288,8 +290,22 @@ def test_new_ledger_format(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     assert meta["format"] == FORMAT_NAME == "sharpdp-ledger"
-    assert meta["schema_version"] == str(SCHEMA_VERSION) == "1"
+    assert meta["schema_version"] == str(SCHEMA_VERSION) == "2"
     assert meta["created_by"] == f"sharpdp {sdp.__version__}"
+    assert "migrated_from_1_at" not in meta  # created as version 2, never migrated
+    budget_columns = [r[1] for r in conn.execute("PRAGMA table_info(budgets)").fetchall()]
+    assert budget_columns == [
+        "id",
+        "analyst",
+        "period",
+        "budget",
+        "created_at",
+        "reason",
+        "library_version",
+    ]
+    assert conn.execute("SELECT COUNT(*) FROM budgets").fetchone() == (0,)
+    kinds = dict(conn.execute("SELECT name, type FROM sqlite_master").fetchall())
+    assert kinds["spends_check_budget"] == "trigger"
     columns = [r[1] for r in conn.execute("PRAGMA table_info(spends)").fetchall()]
     assert columns == [
         "id",
@@ -329,6 +345,16 @@ def test_rows_follow_the_documented_format(tmp_path: Path) -> None:
     assert spent == entry.spent_after
     assert entry.timestamp.isoformat(timespec="microseconds") == created
     assert created.endswith("+00:00")
+    # The account's budget row: written when the accountant opened it, before the spend.
+    conn = sqlite3.connect(path)
+    (brow,) = conn.execute("SELECT * FROM budgets").fetchall()
+    conn.close()
+    bid, banalyst, bperiod, btext, bcreated, reason, bversion = brow
+    assert (bid, banalyst, bperiod, bversion) == (1, "ana", "2026-01", sdp.__version__)
+    assert btext == budget  # the spend names the very text of its account's budget
+    assert reason == "opened by the account's first accountant"
+    assert bcreated.endswith("+00:00")
+    assert bcreated < created
 
 
 def test_in_memory_ledger() -> None:
@@ -427,16 +453,14 @@ def _multi_page_ledger() -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.sqlite"
         with Ledger(path) as ledger:
+            ledger.open_account("x", "all", sdp.PureDP(1000.0), reason="test")
             for i in range(300):
                 ledger.append(
                     "x",
                     "all",
                     sdp.Laplace(1.0 + i),
                     1,
-                    budget=sdp.PureDP(1000.0),
-                    measure="epsilon",
-                    at_delta=0.0,
-                    decide=lambda history: float(history.entries + 1),
+                    decide=lambda history: Reading(float(history.entries + 1), "epsilon", 0.0),
                 )
         return path.read_bytes()
 
@@ -497,8 +521,30 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], object], str]] = {
     "bad timestamp": (_row_edit("UPDATE spends SET created_at = 'noon' WHERE id = 4"), "row 4"),
     "text reading": (_row_edit("UPDATE spends SET spent_after = 'lots' WHERE id = 4"), "row 4"),
     "newer schema": (
-        _row_edit("UPDATE meta SET value = '2' WHERE key = 'schema_version'"),
+        _row_edit("UPDATE meta SET value = '3' WHERE key = 'schema_version'"),
         "newer",
+    ),
+    "schema version 0": (
+        _row_edit("UPDATE meta SET value = '0' WHERE key = 'schema_version'"),
+        "unknown schema version 0",
+    ),
+    "missing budgets table": (_row_edit("DROP TABLE budgets"), "no budgets table"),
+    "missing budget trigger": (_row_edit("DROP TRIGGER spends_check_budget"), "trigger"),
+    "extra budgets column": (
+        _row_edit("ALTER TABLE budgets ADD COLUMN extra TEXT"),
+        "budgets table has columns",
+    ),
+    "bad budget description in budgets": (
+        _row_edit("UPDATE budgets SET budget = '{bad json' WHERE id = 1"),
+        "budgets table",
+    ),
+    "empty budget reason": (
+        _row_edit("UPDATE budgets SET reason = '' WHERE id = 1"),
+        "CHECK constraint failed in budgets|budgets row 1",
+    ),
+    "bad budget timestamp": (
+        _row_edit("UPDATE budgets SET created_at = 'noon' WHERE id = 1"),
+        "budgets row 1",
     ),
     "unknown schema": (
         _row_edit("UPDATE meta SET value = 'v1' WHERE key = 'schema_version'"),
@@ -554,32 +600,43 @@ def test_refused_append_writes_nothing(tmp_path: Path) -> None:
     ledger = Ledger(path)
     seen: list[History] = []
 
-    def refuse(history: History) -> float:
+    def refuse(history: History) -> Reading:
         seen.append(history)
         raise sdp.BudgetExceeded("no")
 
-    def accept(history: History) -> float:
-        return 0.5
+    def accept(history: History) -> Reading:
+        return Reading(0.5, "epsilon", 0.0)
 
-    kwargs: dict[str, Any] = {"budget": sdp.PureDP(1.0), "measure": "epsilon", "at_delta": 0.0}
-    ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=accept, **kwargs)
+    # No budget recorded for the account yet: nothing can be spent.
+    with pytest.raises(sdp.LedgerError, match="no recorded budget"):
+        ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=accept)
+    assert raw_rows(path) == []
+    ledger.open_account("a", "all", sdp.PureDP(1.0), reason="test")
+    entry = ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=accept)
+    assert (entry.budget, entry.spent_after, entry.measure) == (sdp.PureDP(1.0), 0.5, "epsilon")
     before, rows = file_bytes(path), raw_rows(path)
     with pytest.raises(sdp.BudgetExceeded):
-        ledger.append("a", "all", sdp.PureDP(0.5), 2, decide=refuse, **kwargs)
+        ledger.append("a", "all", sdp.PureDP(0.5), 2, decide=refuse)
     assert seen[0].items == ((sdp.PureDP(0.5), 1),)
+    assert seen[0].budget is not None
+    assert seen[0].budget.budget == sdp.PureDP(1.0)
     assert file_bytes(path) == before
     assert raw_rows(path) == rows
     # A NaN reading is a bug, never recorded.
     with pytest.raises(sdp.NumericalError):
-        ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=lambda h: math.nan, **kwargs)
+        ledger.append(
+            "a", "all", sdp.PureDP(0.5), 1, decide=lambda h: Reading(math.nan, "epsilon", 0.0)
+        )
     assert raw_rows(path) == rows
     for bad in (
-        {"measure": "delta"},
-        {"measure": "rho"},  # rho readings have no at_delta
-        {"at_delta": None},
+        ("delta", 0.0),
+        ("rho", 0.0),  # rho readings have no at_delta
+        ("epsilon", None),
     ):
         with pytest.raises(sdp.InvalidParameter):
-            ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=accept, **(kwargs | bad))
+            ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=lambda h, b=bad: Reading(0.5, *b))
+    with pytest.raises(sdp.InvalidParameter, match="Reading"):
+        ledger.append("a", "all", sdp.PureDP(0.5), 1, decide=lambda h: 0.5)  # type: ignore[arg-type,return-value]
     assert raw_rows(path) == rows
     ledger.close()
 
@@ -603,7 +660,9 @@ while True:
 
 def _context() -> Any:
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["sharpdp.accounting.accountant"])  # fast children (ignored once started)
+    ctx.set_forkserver_preload(
+        ["sharpdp.accounting.accountant"]
+    )  # fast children (ignored once started)
     return ctx
 
 
@@ -654,3 +713,278 @@ def test_sigkill_during_spend_never_loses_a_reported_spend(tmp_path: Path) -> No
         scales = [e.item.scale for e in acc.history()[:-1]]  # type: ignore[attr-defined]
         expected = sum(1.0 / s for s in scales) + 1.0  # pure DP of Laplace(b) is 1/b; compose adds
         assert acc.epsilon(0.0) == pytest.approx(expected, rel=1e-12)
+
+
+# -- budgets in the file (schema version 2) --------------------------------------------------------
+
+
+def _text(kind: str, **params: float) -> str:
+    """A description written by hand from docs/ledger.md (canonical: sorted keys, no spaces)."""
+    return json.dumps({"type": kind, "params": params}, sort_keys=True, separators=(",", ":"))
+
+
+def _insert_spend(conn: sqlite3.Connection, row: tuple[Any, ...]) -> None:
+    conn.execute(
+        "INSERT INTO spends (analyst, period, item, count, created_at, measure, at_delta, "
+        "spent_after, budget, library_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        row,
+    )
+
+
+def test_budget_records(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    refusals: list[History] = []
+
+    def refuse(history: History) -> None:
+        refusals.append(history)
+        raise sdp.BudgetExceeded("no")
+
+    with Ledger(path) as ledger:
+        assert ledger.budget("a", "p") is None
+        assert ledger.history("a", "p").budget is None
+        first = ledger.open_account("a", "p", sdp.PureDP(1.0), reason="first opener")
+        # A second opener gets the recorded budget back, whatever its own: it compares.
+        assert ledger.open_account("a", "p", sdp.PureDP(3.0), reason="second opener") == first
+        assert ledger.accounts() == (("a", "p"),)  # an account with a budget and no spend
+        raised = ledger.set_budget("a", "p", sdp.PureDP(2.0), reason="raised")
+        with pytest.raises(sdp.BudgetExceeded):
+            ledger.set_budget("a", "p", sdp.PureDP(9.0), reason="refused", check=refuse)
+        assert refusals[0].budget == raised  # the check saw the budget in force
+        for reason in ("", "   ", None, 3):
+            with pytest.raises(sdp.InvalidParameter, match="reason"):
+                ledger.set_budget("a", "p", sdp.PureDP(2.0), reason=reason)  # type: ignore[arg-type]
+        assert ledger.budget("a", "p") == raised
+        assert ledger.history("a", "p").budget == raised
+        assert ledger.budgets() == (first, raised)
+        assert ledger.budgets("a", "p") == (first, raised)
+        assert ledger.budgets(analyst="b") == ()
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT * FROM budgets ORDER BY id").fetchall()
+    conn.close()
+    assert [(r[0], r[1], r[2], json.loads(r[3]), r[5], r[6]) for r in rows] == [
+        (
+            1,
+            "a",
+            "p",
+            {"type": "PureDP", "params": {"epsilon": 1.0}},
+            "first opener",
+            sdp.__version__,
+        ),
+        (2, "a", "p", {"type": "PureDP", "params": {"epsilon": 2.0}}, "raised", sdp.__version__),
+    ]
+    assert [r[4] for r in rows] == [
+        first.timestamp.isoformat(timespec="microseconds"),
+        raised.timestamp.isoformat(timespec="microseconds"),
+    ]
+
+
+def test_every_spend_must_name_its_accounts_recorded_budget(tmp_path: Path) -> None:
+    # What an older sharpdp, or another tool, writing spends directly would meet: the file itself
+    # (a trigger) refuses a spend checked against any budget but the account's recorded one.
+    path = tmp_path / "l.sqlite"
+    with Accountant(sdp.PureDP(1.0), ledger=path, analyst="ana") as acc:
+        acc.spend(sdp.PureDP(0.25))
+    (row,) = raw_rows(path)
+    assert row[9] == _text("PureDP", epsilon=1.0)
+    conn = sqlite3.connect(path, isolation_level=None)
+    with pytest.raises(sqlite3.IntegrityError, match="recorded budget"):
+        _insert_spend(
+            conn,
+            (
+                "ana",
+                "all",
+                row[3],
+                1,
+                row[5],
+                "epsilon",
+                0.0,
+                0.5,
+                _text("PureDP", epsilon=5.0),
+                "0.0.1",
+            ),
+        )
+    with pytest.raises(sqlite3.IntegrityError, match="recorded budget"):  # no budget recorded
+        _insert_spend(conn, ("zed", "all", row[3], 1, row[5], "epsilon", 0.0, 0.25, row[9], "0"))
+    _insert_spend(conn, ("ana", "all", row[3], 1, row[5], "epsilon", 0.0, 0.5, row[9], "0.0.1"))
+    conn.close()
+    assert len(raw_rows(path)) == 2
+
+
+# The schema of version 1, as docs/ledger.md gives it (written out here, not taken from sharpdp).
+V1_SCHEMA = (
+    """CREATE TABLE meta (
+        key   TEXT PRIMARY KEY NOT NULL,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE spends (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        analyst         TEXT    NOT NULL CHECK (typeof(analyst) = 'text' AND length(analyst) > 0),
+        period          TEXT    NOT NULL CHECK (typeof(period) = 'text' AND length(period) > 0),
+        item            TEXT    NOT NULL CHECK (typeof(item) = 'text'),
+        count           INTEGER NOT NULL CHECK (typeof(count) = 'integer' AND count >= 1),
+        created_at      TEXT    NOT NULL CHECK (typeof(created_at) = 'text'),
+        measure         TEXT    NOT NULL CHECK (measure IN ('epsilon', 'rho')),
+        at_delta        REAL    CHECK ((measure = 'epsilon') = (at_delta IS NOT NULL)),
+        spent_after     REAL    NOT NULL,
+        budget          TEXT    NOT NULL CHECK (typeof(budget) = 'text'),
+        library_version TEXT    NOT NULL CHECK (typeof(library_version) = 'text')
+    )""",
+    "CREATE INDEX spends_by_account ON spends (analyst, period, id)",
+)
+
+# (analyst, item ε, count, budget ε, spent_after) of a version-1 ledger in which ana's account,
+# opened with PureDP(1), was later reopened with PureDP(5) and overspent (what version 1 allowed).
+V1_SPENDS = [
+    ("ana", 0.5, 2, 1.0, 1.0),
+    ("bob", 0.25, 1, 2.0, 0.25),
+    ("ana", 0.75, 1, 5.0, 1.75),
+    ("ana", 0.125, 1, 5.0, 1.875),
+]
+
+
+def make_v1_ledger(path: Path) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in V1_SCHEMA:
+        conn.execute(statement)
+    conn.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?)",
+        [
+            ("format", "sharpdp-ledger"),
+            ("schema_version", "1"),
+            ("created_at", "2025-01-01T00:00:00.000000+00:00"),
+            ("created_by", "sharpdp 0.1.0"),
+        ],
+    )
+    for day, (analyst, eps, count, budget, spent) in enumerate(V1_SPENDS, start=1):
+        _insert_spend(
+            conn,
+            (
+                analyst,
+                "all",
+                _text("PureDP", epsilon=eps),
+                count,
+                f"2025-01-{day:02d}T00:00:00.000000+00:00",
+                "epsilon",
+                0.0,
+                spent,
+                _text("PureDP", epsilon=budget),
+                "0.1.0",
+            ),
+        )
+    conn.close()
+
+
+def _schema_state(path: Path) -> tuple[str, set[str]]:
+    conn = sqlite3.connect(path)
+    try:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master").fetchall()}
+        return version[0], names
+    finally:
+        conn.close()
+
+
+def test_v1_ledger_is_migrated_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite"
+    make_v1_ledger(path)
+    spends = raw_rows(path)
+    start = datetime.now(UTC)
+    Ledger(path).close()
+    end = datetime.now(UTC)
+    version, names = _schema_state(path)
+    assert version == "2"
+    assert {"budgets", "budgets_by_account", "spends_check_budget"} <= names
+    assert raw_rows(path) == spends  # the spends are untouched
+    conn = sqlite3.connect(path)
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    rows = conn.execute(
+        "SELECT analyst, period, budget, created_at, reason FROM budgets"
+    ).fetchall()
+    conn.close()
+    assert meta["migrated_from_1_by"] == f"sharpdp {sdp.__version__}"
+    assert start <= datetime.fromisoformat(meta["migrated_from_1_at"]) <= end
+    # Each account gets the budget of its first spend: the one it was opened with.
+    assert sorted((a, p, json.loads(b)) for a, p, b, _, _ in rows) == [
+        ("ana", "all", {"type": "PureDP", "params": {"epsilon": 1.0}}),
+        ("bob", "all", {"type": "PureDP", "params": {"epsilon": 2.0}}),
+    ]
+    reasons = {a: reason for a, _, _, _, reason in rows}
+    assert "schema version 1" in reasons["ana"]
+    assert "row 1" in reasons["ana"]
+    assert "rows 3, 4" in reasons["ana"]  # the spends checked against PureDP(5) are named
+    assert "row 2" in reasons["bob"]
+    assert "other budgets" not in reasons["bob"]
+    # The overspend is visible, and nothing more can be spent.
+    with Accountant(ledger=path, analyst="ana") as ana:
+        summary = ana.summary()
+        assert (summary.budget, summary.spent, summary.remaining) == (sdp.PureDP(1.0), 1.875, 0.0)
+        assert summary.over_budget
+        assert "OVER the budget PureDP(epsilon=1.0)" in str(summary)
+        assert "over_budget=True" in repr(ana)
+        with pytest.raises(sdp.BudgetExceeded):
+            ana.spend(sdp.PureDP(0.0))
+    with pytest.raises(sdp.LedgerError, match=r"PureDP\(epsilon=1\.0\).*PureDP\(epsilon=5\.0\)"):
+        Accountant(sdp.PureDP(5.0), ledger=path, analyst="ana")
+    with Accountant(sdp.PureDP(2.0), ledger=path, analyst="bob") as bob:
+        assert bob.spend(sdp.PureDP(1.75)).spent_after == 2.0
+    # Opening again migrates nothing more.
+    with Ledger(path) as ledger:
+        assert len(ledger.budgets()) == 2
+
+
+def test_v1_migration_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "v1.sqlite"
+    make_v1_ledger(path)
+    spends = raw_rows(path)
+
+    def fail(self: Ledger) -> list[tuple[str, str, str, str]]:
+        raise RuntimeError("crash in the middle of the migration")
+
+    monkeypatch.setattr(Ledger, "_seeds", fail)  # runs after the new tables were created
+    with pytest.raises(RuntimeError, match="crash"):
+        Ledger(path)
+    version, names = _schema_state(path)
+    assert version == "1"
+    assert names.isdisjoint({"budgets", "budgets_by_account", "spends_check_budget"})
+    assert raw_rows(path) == spends
+    monkeypatch.undo()
+    with Ledger(path) as ledger:
+        assert len(ledger.budgets()) == 2
+    assert _schema_state(path)[0] == "2"
+
+
+def test_concurrent_openers_migrate_a_v1_ledger_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v1.sqlite"
+    make_v1_ledger(path)
+    openers = 4
+    validated = threading.Barrier(openers, timeout=30)
+    validate = Ledger._validate_rows
+
+    def validate_then_wait(self: Ledger, version: int) -> None:
+        validate(self, version)
+        if version == 1:
+            validated.wait()  # every opener has read version 1 before any of them migrates
+
+    monkeypatch.setattr(Ledger, "_validate_rows", validate_then_wait)
+    errors: list[BaseException] = []
+
+    def open_ledger() -> None:
+        try:
+            Ledger(path).close()
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=open_ledger) for _ in range(openers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT analyst FROM budgets ORDER BY analyst").fetchall() == [
+        ("ana",),
+        ("bob",),
+    ]
+    conn.close()

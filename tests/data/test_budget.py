@@ -90,3 +90,22 @@ def test_refusal_survives_a_new_process(small: pd.DataFrame, tmp_path: Path) -> 
         check=True,
     )
     assert out.stdout.strip() == "refused 1"
+
+
+def test_session_reopens_a_ledger_account_only_with_its_budget(
+    small: pd.DataFrame, tmp_path: Path
+) -> None:
+    # The budget lives in the ledger: a later session must bring the same one (or none at all).
+    ledger = str(tmp_path / "budget.sqlite")
+    s = sdp.data.Session(small, "person", sdp.PureDP(1.0), ledger=ledger, analyst="ana", seed=0)
+    s.count(privacy=sdp.PureDP(0.25)).run(rng=0)
+    s.accountant.close()
+    again = sdp.data.Session(small, "person", sdp.PureDP(1.0), ledger=ledger, analyst="ana")
+    assert len(again.accountant.history()) == 1
+    assert again.count(privacy=sdp.PureDP(0.25)).explain().spent_before == 0.25
+    again.accountant.close()
+    with pytest.raises(sdp.LedgerError, match=r"PureDP\(epsilon=1\.0\).*PureDP\(epsilon=2\.0\)"):
+        sdp.data.Session(small, "person", sdp.PureDP(2.0), ledger=ledger, analyst="ana")
+    with sdp.Accountant(ledger=ledger, analyst="ana") as acc:
+        assert acc.budget == sdp.PureDP(1.0)
+        assert len(acc.history()) == 1  # the refused session recorded nothing

@@ -25,6 +25,13 @@ The zCDP rule certifies D_α ≤ Σξᵢ + αΣρᵢ = (Σξᵢ + Σρᵢ) + (α
 Adaptivity: each spend may depend on the results of earlier ones, so histories are always composed
 with ``adaptive=True`` (principle 3).
 
+The budget lives in the ledger (``docs/ledger.md``, table ``budgets``). The first accountant on an
+account records its budget; any later one must be opened with the same budget (else
+:class:`~sharpdp.LedgerError` names both) or with ``budget=None`` (read the recorded one).
+:meth:`Accountant.set_budget` changes it explicitly, with a reason, never below what the history
+already spends. Every check reads the budget in force inside the spend's transaction, so a change
+made by another process applies to this accountant's next spend.
+
 Speed (``bench/ledger.py``): the ledger groups equal descriptions into (item, count) pairs and
 caches each account's grouped history, re-reading only rows newer than the cache — also inside the
 spend's transaction, so every check covers every committed row, whoever wrote it. A spend thus
@@ -44,6 +51,7 @@ import math
 import os
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from fractions import Fraction
 from types import TracebackType
 from typing import ClassVar, Self
@@ -51,12 +59,23 @@ from typing import ClassVar, Self
 from sharpdp import _validate
 from sharpdp.accounting._serialize import dumps
 from sharpdp.accounting.composition import compose
-from sharpdp.accounting.ledger import Entry, History, Ledger, Measure, account_name
+from sharpdp.accounting.ledger import (
+    BudgetRecord,
+    Entry,
+    History,
+    Ledger,
+    Measure,
+    Reading,
+    account_name,
+)
 from sharpdp.conversions import convert
-from sharpdp.errors import BudgetExceeded, InvalidParameter, NotImplied
+from sharpdp.errors import BudgetExceeded, InvalidParameter, LedgerError, NotImplied, SharpDPError
 from sharpdp.guarantees import RDP, ZCDP, ApproxDP, Guarantee, PureDP
 
-__all__ = ["Accountant"]
+__all__ = ["Accountant", "Summary"]
+
+#: The reason recorded with an account's budget when its first accountant opens it.
+OPENED = "opened by the account's first accountant"
 
 #: Memoised evaluations kept per accountant (cleared past this size).
 _MEMO_LIMIT = 256
@@ -71,6 +90,11 @@ class _Verdict:
     remaining: float  # budget currency still available (a lower bound), ≥ 0
     state: Hashable = None  # rule-specific totals, reused incrementally
     sharp: bool = True  # False: from a quick sufficient check, not the full analysis
+
+
+def _describe(measure: Measure, at_delta: float | None, value: float) -> str:
+    """A reading in words: ``ε = v at δ = d`` or ``ρ = v``."""
+    return f"ρ = {value!r}" if measure == "rho" else f"ε = {value!r} at δ = {at_delta!r}"
 
 
 def _float_up(q: Fraction) -> float:
@@ -246,7 +270,7 @@ class _EpsilonRule(_Rule):
             self._summary.advance(verdict.state, last_id, item, count)
 
     def describe(self, value: float) -> str:
-        return f"ε = {value!r} at δ = {self.delta!r}"
+        return _describe("epsilon", self.delta, value)
 
 
 class _ZCDPRule(_Rule):
@@ -317,7 +341,7 @@ class _ZCDPRule(_Rule):
         return _Verdict(spent, fits, max(0.0, _float_down(room)), (rho, xi))
 
     def describe(self, value: float) -> str:
-        return f"ρ = {value!r}"
+        return _describe("rho", None, value)
 
 
 #: Budget type → the rule that reads histories against it (exact type lookup, no isinstance ladder).
@@ -326,6 +350,62 @@ _RULES: dict[type[Guarantee], type[_Rule]] = {
     ApproxDP: _EpsilonRule,
     ZCDP: _ZCDPRule,
 }
+
+
+def _make_rule(budget: object) -> _Rule:
+    """The rule enforcing ``budget`` (InvalidParameter naming it if it is of another type)."""
+    rule = _RULES.get(type(budget)) if isinstance(budget, Guarantee) else None
+    if rule is None or not isinstance(budget, Guarantee):
+        kinds = ", ".join(t.__name__ for t in _RULES)
+        raise InvalidParameter(
+            f"budget must be one of {kinds}, got {budget!r} ({type(budget).__name__})"
+        )
+    return rule(budget)
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One reading of an account: what is spent, of which budget (see :meth:`Accountant.summary`).
+
+    Attributes:
+        analyst: the account's analyst.
+        period: the account's period label.
+        budget: the budget in force (recorded in the ledger).
+        measure: the budget's currency: ``"epsilon"`` (ε at δ = ``at_delta``) or ``"rho"``.
+        at_delta: the δ of ε readings (``None`` for ρ).
+        spent: the odometer in that currency (an upper bound).
+        remaining: what is left (a lower bound, ≥ 0; 0 when over the budget).
+        over_budget: whether the history exceeds the budget. sharpdp never records such a spend
+            or such a budget; only a ledger written before the budget lived in it (schema
+            version 1) or edited by another tool can read so.
+        spends: the number of recorded spends (rows) of the account.
+        budget_since: when the budget in force was recorded (UTC).
+        budget_reason: why it was recorded.
+    """
+
+    analyst: str
+    period: str
+    budget: Guarantee
+    measure: Measure
+    at_delta: float | None
+    spent: float
+    remaining: float
+    over_budget: bool
+    spends: int
+    budget_since: datetime
+    budget_reason: str
+
+    def __str__(self) -> str:
+        reading = _describe(self.measure, self.at_delta, self.spent)
+        head = f"analyst {self.analyst!r}, period {self.period!r}: spent {reading}"
+        if self.over_budget:
+            head += f", OVER the budget {self.budget!r}"
+        else:
+            head += f" of the budget {self.budget!r}, remaining {self.remaining!r}"
+        return (
+            f"{head}; {self.spends} spend(s); budget recorded "
+            f"{self.budget_since.isoformat(timespec='seconds')} ({self.budget_reason})"
+        )
 
 
 class Accountant:
@@ -341,57 +421,68 @@ class Accountant:
         >>> acc.would_fit(sdp.PureDP(0.75))
         False
 
+    The budget belongs to the ledger account, not to the accountant: the first accountant on an
+    (analyst, period) records ``budget``; later ones must pass the same budget, or ``None`` to use
+    the recorded one. :meth:`set_budget` changes it explicitly (recorded with time and reason).
+
     Args:
         budget: ``sdp.PureDP(ε)``, ``sdp.ApproxDP(ε, δ)`` or ``sdp.ZCDP(ρ)`` (see the module
-            docstring for when a spend fits each).
-        ledger: ``None`` for an in-memory ledger, a file path (created if missing) or a
-            :class:`~sharpdp.accounting.ledger.Ledger` (shared; not closed by the accountant).
+            docstring for when a spend fits each), or ``None`` to enforce the budget already
+            recorded for the account.
+        ledger: ``None`` for an in-memory ledger, a file path (created if missing, unless
+            ``budget`` is ``None``) or a :class:`~sharpdp.accounting.ledger.Ledger` (shared; not
+            closed by the accountant).
         analyst: the analyst whose spending this is (a non-empty string).
         period: the budget period label (default ``"all"``: a single all-time period). Use e.g.
             ``f"{date:%Y-%m}"`` for monthly budgets: each (analyst, period) is a separate account.
         timeout: seconds to wait for another process's ledger lock (when opening a path).
 
     Raises:
-        InvalidParameter: a budget of another type (named), or bad analyst/period/ledger.
-        LedgerError: the ledger file is corrupted, of a newer format, or cannot be opened.
+        InvalidParameter: a budget of another type (named), ``budget=None`` for an account with
+            no recorded budget, or bad analyst/period/ledger.
+        LedgerError: the account's recorded budget is not ``budget`` (both are named); or the
+            ledger file is corrupted, of a newer format, or cannot be opened.
     """
 
-    __slots__ = ("_analyst", "_budget", "_ledger", "_memo", "_owns_ledger", "_period", "_rule")
+    __slots__ = ("_analyst", "_current", "_ledger", "_memo", "_owns_ledger", "_period")
 
     def __init__(
         self,
-        budget: Guarantee,
+        budget: Guarantee | None = None,
         ledger: Ledger | str | os.PathLike[str] | None = None,
         analyst: str = "default",
         *,
         period: str = "all",
         timeout: float = 30.0,
     ) -> None:
-        rule = _RULES.get(type(budget))
-        if rule is None:
-            kinds = ", ".join(t.__name__ for t in _RULES)
-            raise InvalidParameter(
-                f"budget must be one of {kinds}, got {budget!r} ({type(budget).__name__})"
-            )
-        self._budget = budget
-        self._rule = rule(budget)
+        if budget is not None:
+            _make_rule(budget)  # validate the type before any file is opened or written
         self._analyst = account_name("analyst", analyst)
         self._period = account_name("period", period)
-        self._memo: dict[tuple[int, Guarantee | None, int], _Verdict] = {}
+        self._memo: dict[tuple[int, int, Guarantee | None, int], _Verdict] = {}
         if isinstance(ledger, Ledger):
             self._ledger, self._owns_ledger = ledger, False
         elif ledger is None or isinstance(ledger, str | os.PathLike):
-            self._ledger, self._owns_ledger = Ledger(ledger, timeout=timeout), True
+            # Without a budget only an existing account can be opened: never create a file then.
+            opened = Ledger(ledger, timeout=timeout, create=budget is not None)
+            self._ledger, self._owns_ledger = opened, True
         else:
             raise InvalidParameter(
                 f"ledger must be None, a file path or a sharpdp.accounting.ledger.Ledger, got {ledger!r}"
             )
+        try:
+            record = self._open(budget)
+            self._current: tuple[BudgetRecord, _Rule] = (record, self._recorded_rule(record))
+        except BaseException:
+            self.close()
+            raise
 
     # -- properties -------------------------------------------------------------------------------
     @property
     def budget(self) -> Guarantee:
-        """The budget this accountant enforces."""
-        return self._budget
+        """The budget this accountant enforces: the account's budget recorded in the ledger
+        (re-read, so a :meth:`set_budget` by another process shows)."""
+        return self._rule(self._history()).budget
 
     @property
     def analyst(self) -> str:
@@ -411,22 +502,77 @@ class Accountant:
     @property
     def measure(self) -> Measure:
         """The budget's currency: ``"epsilon"`` (PureDP/ApproxDP budgets) or ``"rho"`` (ZCDP)."""
-        return self._rule.measure
+        return self._rule(self._history()).measure
+
+    # -- the budget -------------------------------------------------------------------------------
+    def set_budget(self, budget: Guarantee, *, reason: str) -> BudgetRecord:
+        """Change the account's budget, recording the new one in the ledger with time and reason.
+
+        The history is read against the new budget inside the recording transaction: a budget
+        the history already exceeds is refused (a budget is never set below what is spent).
+        Every accountant on the account enforces the new budget from its next check on.
+
+        Args:
+            budget: the new budget (``PureDP``, ``ApproxDP`` or ``ZCDP``; the type may change).
+            reason: why it changes (a non-empty string, stored with the record).
+
+        Returns:
+            The new :class:`~sharpdp.accounting.ledger.BudgetRecord`.
+
+        Raises:
+            BudgetExceeded: the history already spends more than ``budget``; nothing was recorded.
+            InvalidParameter: a budget of another type, or an empty reason; nothing was recorded.
+            NotImplied: a ZCDP budget, and a recorded item implies no zCDP bound; nothing was
+                recorded.
+            LedgerError: the ledger could not be read or written; nothing was recorded.
+        """
+        rule = _make_rule(budget)
+        refused: list[tuple[History, _Verdict]] = []
+
+        def check(history: History) -> None:
+            verdict = rule.evaluate(history, None, 0)
+            if not verdict.fits:
+                refused.append((history, verdict))
+                raise BudgetExceeded("refused")  # explained below, once the lock is released
+
+        try:
+            record = self._ledger.set_budget(
+                self._analyst, self._period, budget, reason=reason, check=check
+            )
+        except BudgetExceeded:
+            if not refused:
+                raise
+            history, verdict = refused[-1]
+            current = history.budget.budget if history.budget is not None else None
+            raise BudgetExceeded(
+                f"cannot set the budget of analyst {self._analyst!r} (period {self._period!r}) "
+                f"to {budget!r}: its history already reads {rule.describe(verdict.spent)}, more "
+                f"than that budget allows (a budget is never set below what is spent); the "
+                f"budget stays {current!r} and nothing was recorded"
+            ) from None
+        self._current = (record, rule)
+        return record
+
+    def budgets(self) -> tuple[BudgetRecord, ...]:
+        """Every budget recorded for the account, in order: the first, then each change (the last
+        one is in force), each with its time and reason."""
+        return self._ledger.budgets(self._analyst, self._period)
 
     # -- the filter -------------------------------------------------------------------------------
     def spend(self, item: Guarantee, count: int = 1) -> Entry:
         """Record ``count`` runs of ``item`` if the history including them fits the budget.
 
         The check reads every spend committed to the ledger for this account (by any process) and
-        records the new one in the same transaction, durably, before returning. Release a result
-        only after ``spend`` has returned.
+        the budget in force, and records the new spend in the same transaction, durably, before
+        returning. Release a result only after ``spend`` has returned.
 
         Args:
             item: a sharpdp guarantee or mechanism (its description is recorded).
             count: how many runs (an integer ≥ 1).
 
         Returns:
-            The recorded :class:`~sharpdp.accounting.ledger.Entry` (with the post-spend odometer reading).
+            The recorded :class:`~sharpdp.accounting.ledger.Entry` (with the post-spend odometer
+            reading and the budget it was checked against).
 
         Raises:
             BudgetExceeded: the spend would not fit; nothing was recorded.
@@ -435,51 +581,42 @@ class Accountant:
             NotImplied: under a ZCDP budget, ``item`` implies no zCDP bound; nothing was recorded.
             LedgerError: the ledger could not be read or written; nothing was recorded.
         """
-        k = self._check_item(item, count)
+        k, history = self._check_item(item, count)
         # Warm the memo outside the lock; inside, it is reused if no one else wrote meanwhile.
-        self._evaluate(self._history(), item, k)
-        verdicts: list[_Verdict] = []
-        refused: list[tuple[History, _Verdict]] = []
+        self._evaluate(history, item, k)
+        accepted: list[tuple[_Rule, _Verdict, int]] = []
+        refused: list[tuple[History, _Rule, _Verdict]] = []
 
-        def decide(history: History) -> float:
+        def decide(history: History) -> Reading:
+            record, rule = self._state(history)  # the budget in force now, whoever recorded it
             verdict = self._evaluate(history, item, k)
             if not verdict.fits:
-                refused.append((history, verdict))
+                refused.append((history, rule, verdict))
                 raise BudgetExceeded("refused")  # explained below, once the lock is released
-            verdicts.append(verdict)
-            return verdict.spent
+            accepted.append((rule, verdict, record.id))
+            return Reading(verdict.spent, rule.measure, rule.at_delta)
 
         try:
-            entry = self._ledger.append(
-                self._analyst,
-                self._period,
-                item,
-                k,
-                budget=self._budget,
-                measure=self._rule.measure,
-                at_delta=self._rule.at_delta,
-                decide=decide,
-            )
+            entry = self._ledger.append(self._analyst, self._period, item, k, decide=decide)
         except BudgetExceeded:
             if not refused:
                 raise
-            history, verdict = refused[-1]
-            raise BudgetExceeded(self._refusal(item, k, history, verdict)) from None
-        if verdicts:
-            verdict = verdicts[-1]
+            raise BudgetExceeded(self._refusal(item, k, *refused[-1])) from None
+        if accepted:
+            rule, verdict, budget_id = accepted[-1]
             if verdict.sharp:  # the odometer of the new history, already computed
-                self._remember((entry.id, None, 0), verdict)
-            self._rule.remember(entry.id, item, k, verdict)
+                self._remember((entry.id, budget_id, None, 0), verdict)
+            rule.remember(entry.id, item, k, verdict)
         return entry
 
     def would_fit(self, item: Guarantee, count: int = 1) -> bool:
         """Whether :meth:`spend` would accept ``count`` runs of ``item`` now (a dry run).
 
-        Nothing is recorded. Another process may spend in between, so only :meth:`spend`'s own
-        check is binding.
+        Nothing is recorded. Another process may spend (or change the budget) in between, so
+        only :meth:`spend`'s own check is binding.
         """
-        k = self._check_item(item, count)
-        return self._evaluate(self._history(), item, k).fits
+        k, history = self._check_item(item, count)
+        return self._evaluate(history, item, k).fits
 
     # -- the odometer -----------------------------------------------------------------------------
     def composition(self) -> Guarantee:
@@ -509,9 +646,29 @@ class Accountant:
         budget's δ, rounded down. Under ``ApproxDP`` budgets ε composes sub-additively, so more than
         this may still fit — :meth:`would_fit` gives the definite answer for a given spend. For
         ``ZCDP(ρ, ξ)`` budgets: the largest ρ′ such that one more ρ′-zCDP spend fits,
-        min(ρ − Σρᵢ, ξ + ρ − Σξᵢ − Σρᵢ), rounded down.
+        min(ρ − Σρᵢ, ξ + ρ − Σξᵢ − Σρᵢ), rounded down. 0 when the history is over the budget
+        (:meth:`summary` says so).
         """
         return self._evaluate(self._history(), None, 0).remaining
+
+    def summary(self) -> Summary:
+        """Spent and budget in one reading (``str()`` of it is a one-line statement)."""
+        history = self._history()
+        record, rule = self._state(history)
+        verdict = self._evaluate(history, None, 0)
+        return Summary(
+            self._analyst,
+            self._period,
+            rule.budget,
+            rule.measure,
+            rule.at_delta,
+            verdict.spent,
+            verdict.remaining,
+            not verdict.fits,
+            history.entries,
+            record.timestamp,
+            record.reason,
+        )
 
     def history(self) -> tuple[Entry, ...]:
         """Every recorded spend of this account, in commit order."""
@@ -535,13 +692,70 @@ class Accountant:
         self.close()
 
     def __repr__(self) -> str:
+        try:
+            s = self.summary()
+            reading = f"budget={s.budget!r}, spent={s.spent!r}" + (
+                ", over_budget=True" if s.over_budget else ""
+            )
+        except SharpDPError:  # e.g. a closed ledger: show the last budget seen
+            reading = f"budget={self._current[0].budget!r}, spent=<unreadable>"
         return (
-            f"Accountant(budget={self._budget!r}, ledger={self._ledger!r}, "
-            f"analyst={self._analyst!r}, period={self._period!r})"
+            f"Accountant({reading}, ledger={self._ledger!r}, analyst={self._analyst!r}, "
+            f"period={self._period!r})"
         )
 
     # -- internals --------------------------------------------------------------------------------
-    def _check_item(self, item: Guarantee, count: int) -> int:
+    def _open(self, budget: Guarantee | None) -> BudgetRecord:
+        """The account's budget record: recorded now if the account has none (``budget`` given),
+        else checked against ``budget``."""
+        where = f"analyst {self._analyst!r} (period {self._period!r}) in {self._ledger!r}"
+        if budget is None:
+            record = self._ledger.budget(self._analyst, self._period)
+            if record is None:
+                raise InvalidParameter(
+                    f"budget: no budget is recorded for {where}; pass budget= to open the "
+                    "account with one"
+                )
+            return record
+        record = self._ledger.open_account(self._analyst, self._period, budget, reason=OPENED)
+        if type(record.budget) is not type(budget) or record.budget != budget:
+            raise LedgerError(
+                f"{where} has the budget {record.budget!r} (recorded "
+                f"{record.timestamp.isoformat(timespec='seconds')}: {record.reason}), not "
+                f"{budget!r}: the budget lives in the ledger. Open the account with that budget "
+                "or budget=None, or change it explicitly with "
+                "Accountant.set_budget(new_budget, reason=...)"
+            )
+        return record
+
+    def _recorded_rule(self, record: BudgetRecord) -> _Rule:
+        try:
+            return _make_rule(record.budget)
+        except InvalidParameter as err:
+            raise LedgerError(
+                f"{self._ledger!r}: the recorded budget of analyst {self._analyst!r} (period "
+                f"{self._period!r}) cannot be enforced: {err}"
+            ) from err
+
+    def _rule(self, history: History) -> _Rule:
+        """The rule of the budget in force in ``history``."""
+        return self._state(history)[1]
+
+    def _state(self, history: History) -> tuple[BudgetRecord, _Rule]:
+        """The budget in force in ``history`` and its rule (rebuilt when the budget changed)."""
+        record = history.budget
+        if record is None:
+            raise LedgerError(
+                f"{self._ledger!r}: analyst {self._analyst!r} (period {self._period!r}) has no "
+                "recorded budget any more (was the ledger edited?)"
+            )
+        current = self._current
+        if record.id != current[0].id:
+            current = (record, self._recorded_rule(record))
+            self._current = current  # one assignment: threads see one pair or the other
+        return current
+
+    def _check_item(self, item: Guarantee, count: int) -> tuple[int, History]:
         if not isinstance(item, Guarantee):
             raise InvalidParameter(
                 f"item must be a sharpdp guarantee or mechanism, got {item!r} "
@@ -549,30 +763,34 @@ class Accountant:
             )
         k = _validate.integer("count", count, minimum=1)
         dumps(item)  # raises InvalidParameter if the item cannot be recorded faithfully
-        self._rule.prepare(item)
-        return k
+        history = self._history()
+        self._rule(history).prepare(item)
+        return k, history
 
     def _history(self) -> History:
         return self._ledger.history(self._analyst, self._period)
 
     def _evaluate(self, history: History, item: Guarantee | None, count: int) -> _Verdict:
-        key = (history.last_id, item, count)
+        record, rule = self._state(history)
+        key = (history.last_id, record.id, item, count)
         verdict = self._memo.get(key)
         if verdict is None:
-            verdict = self._rule.evaluate(history, item, count)
+            verdict = rule.evaluate(history, item, count)
             self._remember(key, verdict)
         return verdict
 
-    def _remember(self, key: tuple[int, Guarantee | None, int], verdict: _Verdict) -> None:
+    def _remember(self, key: tuple[int, int, Guarantee | None, int], verdict: _Verdict) -> None:
         if len(self._memo) >= _MEMO_LIMIT:
             self._memo.clear()
         self._memo[key] = verdict
 
-    def _refusal(self, item: Guarantee, count: int, history: History, verdict: _Verdict) -> str:
+    def _refusal(
+        self, item: Guarantee, count: int, history: History, rule: _Rule, verdict: _Verdict
+    ) -> str:
         now = self._evaluate(history, None, 0)
         return (
             f"spending {item!r} x{count} would bring analyst {self._analyst!r} (period "
-            f"{self._period!r}) to {self._rule.describe(verdict.spent)}, over the budget "
-            f"{self._budget!r}; nothing was recorded (spent so far: "
-            f"{self._rule.describe(now.spent)}, remaining: {now.remaining!r})"
+            f"{self._period!r}) to {rule.describe(verdict.spent)}, over the budget "
+            f"{rule.budget!r}; nothing was recorded (spent so far: "
+            f"{rule.describe(now.spent)}, remaining: {now.remaining!r})"
         )

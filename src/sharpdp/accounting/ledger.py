@@ -1,27 +1,33 @@
-"""The durable privacy ledger: an append-only SQLite table of spends, per analyst and period.
+"""The durable privacy ledger: append-only SQLite tables of spends and budgets, per account.
 
-Each row records *what was run* (the JSON description of the guarantee or mechanism, see
-:mod:`sharpdp.accounting._serialize`), how many times, when, by which library version, and the odometer's
-reading right after the spend. Descriptions rather than bare ε values let a later, sharper analysis
-re-account the whole history. The file format (schema version 1) is documented in
-``docs/ledger.md``.
+An *account* is a pair (analyst, period). Each spend row records *what was run* (the JSON
+description of the guarantee or mechanism, see :mod:`sharpdp.accounting._serialize`), how many
+times, when, by which library version, and the odometer's reading right after the spend.
+Descriptions rather than bare ε values let a later, sharper analysis re-account the whole history.
+Each budget row records an account's budget from then on, with the time and the reason; the
+latest row is the account's budget, so the budget belongs to the ledger, not to whoever opens the
+account. The file format (schema version 2) is documented in ``docs/ledger.md``.
 
 Guarantees (principle 6, "budget is durable"):
 
 * :meth:`Ledger.append` runs ``BEGIN IMMEDIATE`` → read every row of the account not yet seen
-  (also those written by other processes) → ask the caller's ``decide`` callback for the
-  post-spend reading (it raises to refuse) → ``INSERT`` → ``COMMIT``, all in one transaction.
-  ``BEGIN IMMEDIATE`` takes SQLite's write lock, so concurrent spenders on one file (threads or
-  processes) serialise and each decision sees every committed spend: they can never overspend
-  together.
+  (also those written by other processes) and its latest budget → ask the caller's ``decide``
+  callback for the post-spend reading (it raises to refuse) → ``INSERT`` → ``COMMIT``, all in one
+  transaction. ``BEGIN IMMEDIATE`` takes SQLite's write lock, so concurrent spenders on one file
+  (threads or processes) serialise and each decision sees every committed spend and the budget
+  in force: they can never overspend together. A trigger refuses any spend row whose budget is not
+  the account's recorded one, whoever writes it.
+* Budgets are recorded the same way (:meth:`Ledger.open_account`, :meth:`Ledger.set_budget`):
+  of two processes opening a new account with different budgets, exactly one records its budget.
 * The database runs in WAL mode with ``synchronous=FULL``: a commit is on disk before
   :meth:`~Ledger.append` returns. A crash at any point leaves either the whole row or nothing.
 * A refused or failed append rolls back and writes nothing.
-* Opening validates the file read-only first (SQLite header, format name, schema version, columns,
+* Opening validates the file read-only first (SQLite header, format name, schema version, tables,
   ``PRAGMA quick_check``, every row's types and descriptions); a file that fails raises
-  :class:`~sharpdp.errors.LedgerError` and is left byte-for-byte untouched. A new ledger is built in
-  a temporary file and hard-linked into place, so a ledger file is never seen half-initialised and
-  two processes creating the same ledger at once agree on one file.
+  :class:`~sharpdp.errors.LedgerError` and is left byte-for-byte untouched. A valid file of schema
+  version 1 is then migrated to version 2 in one transaction (see ``docs/ledger.md``). A new
+  ledger is built in a temporary file and hard-linked into place, so a ledger file is never seen
+  half-initialised and two processes creating the same ledger at once agree on one file.
 """
 
 from __future__ import annotations
@@ -55,9 +61,11 @@ from sharpdp.guarantees import Guarantee
 __all__ = [
     "FORMAT_NAME",
     "SCHEMA_VERSION",
+    "BudgetRecord",
     "Entry",
     "History",
     "Ledger",
+    "Reading",
     "dumps",
     "from_description",
     "known_types",
@@ -68,8 +76,8 @@ __all__ = [
 
 #: The value of ``meta.format`` in every sharpdp ledger.
 FORMAT_NAME = "sharpdp-ledger"
-#: The ledger schema version this library reads and writes.
-SCHEMA_VERSION = 1
+#: The ledger schema version this library writes (it also reads, and migrates, version 1).
+SCHEMA_VERSION = 2
 
 Measure = Literal["epsilon", "rho"]
 
@@ -89,12 +97,23 @@ _COLUMNS = (
     "library_version",
 )
 
-_SCHEMA_V1 = """
-CREATE TABLE meta (
+_BUDGET_COLUMNS = (
+    "id",
+    "analyst",
+    "period",
+    "budget",
+    "created_at",
+    "reason",
+    "library_version",
+)
+
+# Version 1: meta, spends and its index. Statements are kept separate (a trigger body has ';').
+_SCHEMA_V1 = (
+    """CREATE TABLE meta (
     key   TEXT PRIMARY KEY NOT NULL,
     value TEXT NOT NULL
-);
-CREATE TABLE spends (
+)""",
+    """CREATE TABLE spends (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     analyst         TEXT    NOT NULL CHECK (typeof(analyst) = 'text' AND length(analyst) > 0),
     period          TEXT    NOT NULL CHECK (typeof(period) = 'text' AND length(period) > 0),
@@ -106,9 +125,34 @@ CREATE TABLE spends (
     spent_after     REAL    NOT NULL,
     budget          TEXT    NOT NULL CHECK (typeof(budget) = 'text'),
     library_version TEXT    NOT NULL CHECK (typeof(library_version) = 'text')
-);
-CREATE INDEX spends_by_account ON spends (analyst, period, id);
-"""
+)""",
+    "CREATE INDEX spends_by_account ON spends (analyst, period, id)",
+)
+
+#: The name of the trigger that ties every new spend to its account's recorded budget.
+_BUDGET_TRIGGER = "spends_check_budget"
+
+# Version 2 adds these to version 1 (a new file runs both; a migration runs these).
+_SCHEMA_V2 = (
+    """CREATE TABLE budgets (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    analyst         TEXT    NOT NULL CHECK (typeof(analyst) = 'text' AND length(analyst) > 0),
+    period          TEXT    NOT NULL CHECK (typeof(period) = 'text' AND length(period) > 0),
+    budget          TEXT    NOT NULL CHECK (typeof(budget) = 'text'),
+    created_at      TEXT    NOT NULL CHECK (typeof(created_at) = 'text'),
+    reason          TEXT    NOT NULL CHECK (typeof(reason) = 'text' AND length(reason) > 0),
+    library_version TEXT    NOT NULL CHECK (typeof(library_version) = 'text')
+)""",
+    "CREATE INDEX budgets_by_account ON budgets (analyst, period, id)",
+    f"""CREATE TRIGGER {_BUDGET_TRIGGER} BEFORE INSERT ON spends
+WHEN NEW.budget IS NOT (
+    SELECT budget FROM budgets WHERE analyst = NEW.analyst AND period = NEW.period
+    ORDER BY id DESC LIMIT 1
+)
+BEGIN
+    SELECT RAISE(ABORT, 'sharpdp ledger: a spend must name its account''s recorded budget');
+END""",
+)
 
 # Rows a version-1 reader cannot interpret (the CHECK constraints keep our own writes out of here;
 # this catches files edited by other tools).
@@ -124,6 +168,17 @@ SELECT id FROM spends WHERE
     OR (measure = 'rho' AND at_delta IS NOT NULL)
     OR typeof(spent_after) NOT IN ('real', 'integer')
     OR typeof(budget) != 'text'
+    OR typeof(library_version) != 'text'
+LIMIT 1
+"""
+
+_BAD_BUDGET_ROWS = """
+SELECT id FROM budgets WHERE
+    typeof(analyst) != 'text' OR length(analyst) = 0
+    OR typeof(period) != 'text' OR length(period) = 0
+    OR typeof(budget) != 'text'
+    OR typeof(created_at) != 'text' OR datetime(created_at) IS NULL
+    OR typeof(reason) != 'text' OR length(reason) = 0
     OR typeof(library_version) != 'text'
 LIMIT 1
 """
@@ -167,17 +222,79 @@ class Entry:
 
 
 @dataclass(frozen=True, slots=True)
+class BudgetRecord:
+    """One recorded budget of an account (a row of the ``budgets`` table).
+
+    The latest record of an account is its budget; earlier ones are its history of changes.
+
+    Attributes:
+        id: the row id (increasing in commit order, never reused).
+        analyst: the account's analyst.
+        period: the account's period label.
+        budget: the budget (decoded from its description).
+        timestamp: the commit time (UTC): the budget is in force from then on.
+        reason: why it was recorded (the first accountant's opening, an explicit change, a
+            migration from schema version 1).
+        library_version: the sharpdp version that wrote the row.
+    """
+
+    id: int
+    analyst: str
+    period: str
+    budget: Guarantee
+    timestamp: datetime
+    reason: str
+    library_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a ``decide`` callback of :meth:`Ledger.append` returns to accept a spend.
+
+    Attributes:
+        spent_after: the account's odometer just after the spend, in ``measure`` (an upper bound).
+        measure: ``"epsilon"`` (ε at δ = ``at_delta``) or ``"rho"`` (zCDP ρ), the currency of the
+            budget the spend was checked against.
+        at_delta: the δ of an ε reading (``None`` for ρ).
+
+    Raises:
+        InvalidParameter: an unknown measure, or ``at_delta`` given for ρ / missing for ε.
+        NumericalError: a reading that is not a number (a bug; it is never recorded).
+    """
+
+    spent_after: float
+    measure: Measure
+    at_delta: float | None
+
+    def __post_init__(self) -> None:
+        reading = self.spent_after
+        if isinstance(reading, bool) or not isinstance(reading, float | int) or math.isnan(reading):
+            raise NumericalError(f"the odometer reading {reading!r} is not a number (a bug)")
+        if self.measure not in ("epsilon", "rho"):
+            raise InvalidParameter(f"measure must be 'epsilon' or 'rho', got {self.measure!r}")
+        if (self.measure == "epsilon") != (self.at_delta is not None):
+            raise InvalidParameter(
+                f"at_delta must be given exactly for epsilon readings, got {self.at_delta!r}"
+            )
+        object.__setattr__(self, "spent_after", float(reading) + 0.0)
+        if self.at_delta is not None:
+            object.__setattr__(self, "at_delta", _validate.real("at_delta", self.at_delta))
+
+
+@dataclass(frozen=True, slots=True)
 class History:
-    """The spends of one account, with equal descriptions grouped (a snapshot).
+    """The spends of one account, with equal descriptions grouped, and its budget (a snapshot).
 
     Attributes:
         analyst: the analyst.
         period: the period label.
-        last_id: the largest row id of the account (0 when it is empty); the account's rows are
-            append-only, so ``last_id`` identifies the snapshot.
-        entries: the number of rows.
+        last_id: the largest spend row id of the account (0 when it is empty); the account's rows
+            are append-only, so ``last_id`` identifies the snapshot of its spends.
+        entries: the number of spend rows.
         counts: a read-only mapping item → total count, one key per distinct description, in
             order of first use.
+        budget: the account's budget in force (its latest :class:`BudgetRecord`), or ``None``
+            when no budget is recorded for it.
     """
 
     analyst: str
@@ -185,6 +302,7 @@ class History:
     last_id: int
     entries: int
     counts: Mapping[Guarantee, int]
+    budget: BudgetRecord | None = None
 
     @property
     def items(self) -> tuple[tuple[Guarantee, int], ...]:
@@ -193,19 +311,22 @@ class History:
 
 
 class _Account:
-    """Cached, grouped history of one (analyst, period), built from rows with id ≤ last_id.
+    """Cached, grouped history of one (analyst, period), built from rows with id ≤ last_id, and
+    the latest budget record seen (with its exact description text, which spends must repeat).
 
     Snapshots share the counts dictionary until the next change, which copies it first
     (copy-on-write), so a published snapshot never changes and costs no per-item allocation.
     """
 
-    __slots__ = ("_published", "counts", "entries", "last_id")
+    __slots__ = ("_published", "budget", "budget_text", "counts", "entries", "last_id")
 
     def __init__(self) -> None:
         self.last_id = 0
         self.entries = 0
         self.counts: dict[Guarantee, int] = {}
         self._published: Mapping[Guarantee, int] | None = None
+        self.budget: BudgetRecord | None = None
+        self.budget_text = ""
 
     def add(self, row_id: int, item: Guarantee, count: int) -> None:
         if self._published is not None:
@@ -218,7 +339,7 @@ class _Account:
     def snapshot(self, analyst: str, period: str) -> History:
         if self._published is None:
             self._published = MappingProxyType(self.counts)
-        return History(analyst, period, self.last_id, self.entries, self._published)
+        return History(analyst, period, self.last_id, self.entries, self._published, self.budget)
 
 
 def account_name(name: str, value: object) -> str:
@@ -229,7 +350,7 @@ def account_name(name: str, value: object) -> str:
 
 
 class Ledger:
-    """A durable SQLite ledger of privacy spends, shared safely by threads and processes.
+    """A durable SQLite ledger of privacy spends and budgets, shared safely by threads and processes.
 
     Args:
         path: the ledger file, or ``None`` (or ``":memory:"``) for an in-memory ledger that uses
@@ -237,6 +358,9 @@ class Ledger:
         create: create the file when it does not exist (``False``: raise :class:`LedgerError`
             instead, so that a mistyped path never starts a fresh budget).
         timeout: seconds to wait for another writer's lock before raising :class:`LedgerError`.
+
+    A valid file of schema version 1 is migrated to version 2 when opened (one transaction; see
+    ``docs/ledger.md``): processes of older sharpdp versions then refuse it.
 
     Raises:
         LedgerError: the file is not a sharpdp ledger, is corrupted, has an unknown (newer) schema
@@ -266,6 +390,7 @@ class Ledger:
             except sqlite3.Error as err:
                 self._conn.close()
                 raise LedgerError(f"cannot initialise an in-memory ledger: {err}") from err
+            version = SCHEMA_VERSION
         else:
             if not isinstance(path, str | os.PathLike):
                 raise InvalidParameter(f"path must be a file path or None, got {path!r}")
@@ -274,10 +399,12 @@ class Ledger:
                 if not create:
                     raise LedgerError(f"ledger {self._path!r} does not exist (create=False)")
                 _create_file(self._path)
-            self._conn = _open_file(self._path, seconds)
+            self._conn, version = _open_file(self._path, seconds)
         try:
-            self._validate_rows()
+            self._validate_rows(version)
             self._conn.execute("PRAGMA synchronous = FULL")
+            if version == 1:
+                self._migrate()
         except BaseException:
             self._conn.close()
             raise
@@ -309,7 +436,8 @@ class Ledger:
 
     # -- reading ----------------------------------------------------------------------------------
     def history(self, analyst: str, period: str) -> History:
-        """The grouped history of one account, including rows other processes have committed.
+        """The grouped history of one account and its budget, including rows other processes
+        have committed.
 
         Only rows not read before are fetched (the grouped history is cached per account).
         """
@@ -317,25 +445,42 @@ class Ledger:
         with self._lock, self._errors("read"):
             return self._refresh(a, p).snapshot(a, p)
 
+    def budget(self, analyst: str, period: str) -> BudgetRecord | None:
+        """The account's budget in force (its latest record), or ``None`` if none is recorded."""
+        a, p = account_name("analyst", analyst), account_name("period", period)
+        with self._lock, self._errors("read"):
+            return self._refresh(a, p).budget
+
+    def budgets(
+        self, analyst: str | None = None, period: str | None = None
+    ) -> tuple[BudgetRecord, ...]:
+        """Every recorded budget, in commit order, optionally of one analyst and/or one period.
+
+        Per account, the last record is the budget in force and the earlier ones its changes.
+        """
+        where, args = _filter(analyst, period)
+        sql = f"SELECT {', '.join(_BUDGET_COLUMNS)} FROM budgets{where} ORDER BY id"
+        with self._lock, self._errors("read"):
+            rows = self._conn.execute(sql, args).fetchall()
+            return tuple(self._budget_record(row) for row in rows)
+
     def entries(self, analyst: str | None = None, period: str | None = None) -> tuple[Entry, ...]:
-        """Every recorded spend, in commit order, optionally of one analyst and/or one period."""
-        clauses, args = [], []
-        if analyst is not None:
-            clauses.append("analyst = ?")
-            args.append(account_name("analyst", analyst))
-        if period is not None:
-            clauses.append("period = ?")
-            args.append(account_name("period", period))
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        """Every recorded spend, in commit order, optionally of one analyst and/or one period.
+
+        Each :class:`Entry` shows the odometer after the spend (``spent_after``) and the budget
+        it was checked against (``budget``).
+        """
+        where, args = _filter(analyst, period)
         sql = f"SELECT {', '.join(_COLUMNS)} FROM spends{where} ORDER BY id"
         with self._lock, self._errors("read"):
             return tuple(self._entry(row) for row in self._conn.execute(sql, args).fetchall())
 
     def accounts(self) -> tuple[tuple[str, str], ...]:
-        """The (analyst, period) pairs that have at least one spend, sorted."""
+        """The (analyst, period) pairs that have a recorded budget or at least one spend, sorted."""
         with self._lock, self._errors("read"):
             rows = self._conn.execute(
-                "SELECT DISTINCT analyst, period FROM spends ORDER BY analyst, period"
+                "SELECT analyst, period FROM spends UNION SELECT analyst, period FROM budgets "
+                "ORDER BY analyst, period"
             ).fetchall()
         return tuple((str(a), str(p)) for a, p in rows)
 
@@ -347,43 +492,35 @@ class Ledger:
         item: Guarantee,
         count: int,
         *,
-        budget: Guarantee,
-        measure: Measure,
-        at_delta: float | None,
-        decide: Callable[[History], float],
+        decide: Callable[[History], Reading],
     ) -> Entry:
-        """Atomically check and record one spend.
+        """Atomically check and record one spend against the account's recorded budget.
 
-        In one ``BEGIN IMMEDIATE`` transaction: refresh the account's history (every committed row,
-        whoever wrote it), call ``decide(history)`` — which returns the odometer reading after the
-        spend, or raises to refuse it — then insert the row and commit durably. If anything raises
-        (the refusal, a bad description, an I/O error) the transaction rolls back and nothing is
-        written. The item is validated and described *before* the lock is taken.
+        In one ``BEGIN IMMEDIATE`` transaction: refresh the account's history and budget (every
+        committed row, whoever wrote it), call ``decide(history)`` — which reads the history
+        against ``history.budget`` and returns the :class:`Reading` after the spend, or raises
+        to refuse it — then insert the row (with the budget's description) and commit durably. If
+        anything raises (the refusal, a bad description, an I/O error) the transaction rolls back
+        and nothing is written. The item is validated and described *before* the lock is taken.
 
         Args:
             analyst: the account's analyst.
             period: the account's period label.
             item: the guarantee or mechanism spent.
             count: how many times (≥ 1).
-            budget: the budget the spend is checked against (recorded with the row).
-            measure: the currency of ``decide``'s reading: ``"epsilon"`` or ``"rho"``.
-            at_delta: the δ of an ε reading (``None`` for ρ).
-            decide: ``History → reading``; raises (e.g. :class:`~sharpdp.BudgetExceeded`) to refuse.
+            decide: ``History → Reading``; raises (e.g. :class:`~sharpdp.BudgetExceeded`) to
+                refuse.
 
         Returns:
             The recorded :class:`Entry`.
+
+        Raises:
+            LedgerError: no budget is recorded for the account (record one first with
+                :meth:`open_account` or :meth:`set_budget`), or the ledger cannot be written.
         """
         a, p = account_name("analyst", analyst), account_name("period", period)
         k = _validate.integer("count", count, minimum=1)
-        item_text, budget_text = dumps(item), dumps(budget)
-        if measure not in ("epsilon", "rho"):
-            raise InvalidParameter(f"measure must be 'epsilon' or 'rho', got {measure!r}")
-        if (measure == "epsilon") != (at_delta is not None):
-            raise InvalidParameter(
-                f"at_delta must be given exactly for epsilon readings, got {at_delta!r}"
-            )
-        if at_delta is not None:
-            at_delta = _validate.real("at_delta", at_delta)
+        item_text = dumps(item)
         version = _library_version()
         with self._lock:
             with self._errors("begin a spend on"):
@@ -391,11 +528,15 @@ class Ledger:
             try:
                 with self._errors("record a spend in"):
                     account = self._refresh(a, p)
-                reading = decide(account.snapshot(a, p))
-                if not isinstance(reading, float | int) or math.isnan(reading):
-                    raise NumericalError(
-                        f"the odometer reading {reading!r} is not a number (a bug)"
+                record = account.budget
+                if record is None:
+                    raise LedgerError(
+                        f"{self!r}: analyst {a!r} (period {p!r}) has no recorded budget; record "
+                        "one before spending"
                     )
+                reading = decide(account.snapshot(a, p))
+                if not isinstance(reading, Reading):
+                    raise InvalidParameter(f"decide must return a Reading, got {reading!r}")
                 stamp = datetime.now(UTC)
                 with self._errors("record a spend in"):
                     cursor = self._conn.execute(
@@ -407,11 +548,11 @@ class Ledger:
                             p,
                             item_text,
                             k,
-                            stamp.isoformat(timespec="microseconds"),
-                            measure,
-                            at_delta,
-                            float(reading),
-                            budget_text,
+                            _isoformat(stamp),
+                            reading.measure,
+                            reading.at_delta,
+                            reading.spent_after,
+                            account.budget_text,
                             version,
                         ),
                     )
@@ -420,16 +561,126 @@ class Ledger:
                         raise LedgerError(f"{self!r}: SQLite reported no row id for the spend")
                     self._conn.execute("COMMIT")
             except BaseException:
-                if self._conn.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
             account.add(row_id, item, k)
         return Entry(
-            row_id, a, p, item, k, stamp, measure, at_delta, float(reading) + 0.0, budget, version
+            row_id,
+            a,
+            p,
+            item,
+            k,
+            stamp,
+            reading.measure,
+            reading.at_delta,
+            reading.spent_after,
+            record.budget,
+            version,
         )
 
+    def open_account(
+        self, analyst: str, period: str, budget: Guarantee, *, reason: str
+    ) -> BudgetRecord:
+        """The account's budget record, recording ``budget`` first if the account has none.
+
+        Checking for a record and inserting one happen in one ``BEGIN IMMEDIATE`` transaction,
+        so of several processes opening a new account at once exactly one records its budget;
+        the others get that record back. The caller compares the returned budget with its own.
+
+        Args:
+            analyst: the account's analyst.
+            period: the account's period label.
+            budget: the budget to record if the account has none.
+            reason: why (stored with the record; a non-empty string).
+
+        Returns:
+            The account's budget in force after the call (``budget``'s new record, or the record
+            that was already there, whatever its budget).
+        """
+        a, p = account_name("analyst", analyst), account_name("period", period)
+        text, why = dumps(budget), _reason(reason)
+        existing = self.budget(a, p)  # no lock needed to read: budgets are append-only
+        if existing is not None:
+            return existing
+        return self._record_budget(a, p, budget, text, why, check=None, only_if_none=True)
+
+    def set_budget(
+        self,
+        analyst: str,
+        period: str,
+        budget: Guarantee,
+        *,
+        reason: str,
+        check: Callable[[History], object] | None = None,
+    ) -> BudgetRecord:
+        """Record a new budget for the account (in force from now on), with a reason.
+
+        In one ``BEGIN IMMEDIATE`` transaction: refresh the account's history, call
+        ``check(history)`` — which raises to refuse (the accountant refuses a budget that the
+        history already exceeds) — then insert the budget row and commit durably. A refusal
+        writes nothing.
+
+        Args:
+            analyst: the account's analyst.
+            period: the account's period label.
+            budget: the new budget.
+            reason: why it changes (stored with the record; a non-empty string).
+            check: ``History → anything``; raises to refuse. ``None``: no check.
+
+        Returns:
+            The new :class:`BudgetRecord`.
+        """
+        a, p = account_name("analyst", analyst), account_name("period", period)
+        text, why = dumps(budget), _reason(reason)
+        return self._record_budget(a, p, budget, text, why, check=check, only_if_none=False)
+
     # -- internals --------------------------------------------------------------------------------
+    def _record_budget(
+        self,
+        analyst: str,
+        period: str,
+        budget: Guarantee,
+        text: str,
+        reason: str,
+        *,
+        check: Callable[[History], object] | None,
+        only_if_none: bool,
+    ) -> BudgetRecord:
+        version = _library_version()
+        with self._lock:
+            with self._errors("begin recording a budget in"):
+                self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                with self._errors("record a budget in"):
+                    account = self._refresh(analyst, period)
+                if only_if_none and account.budget is not None:
+                    self._rollback()  # another process recorded one first: theirs stands
+                    return account.budget
+                if check is not None:
+                    check(account.snapshot(analyst, period))
+                stamp = datetime.now(UTC)
+                with self._errors("record a budget in"):
+                    cursor = self._conn.execute(
+                        "INSERT INTO budgets (analyst, period, budget, created_at, reason, "
+                        "library_version) VALUES (?, ?, ?, ?, ?, ?)",
+                        (analyst, period, text, _isoformat(stamp), reason, version),
+                    )
+                    row_id = cursor.lastrowid
+                    if row_id is None:
+                        raise LedgerError(f"{self!r}: SQLite reported no row id for the budget")
+                    self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+            record = BudgetRecord(row_id, analyst, period, budget, stamp, reason, version)
+            account.budget, account.budget_text = record, text
+        return record
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+
     @contextlib.contextmanager
     def _errors(self, action: str) -> Iterator[None]:
         """Turn SQLite failures into LedgerError naming the ledger."""
@@ -465,12 +716,18 @@ class Ledger:
         """Fold the account's rows newer than the cache into it (all or nothing)."""
         account = self._accounts.get((analyst, period))
         last = 0 if account is None else account.last_id
+        last_budget = 0 if account is None or account.budget is None else account.budget.id
         rows = self._conn.execute(
             "SELECT id, item, count FROM spends WHERE analyst = ? AND period = ? AND id > ? "
             "ORDER BY id",
             (analyst, period, last),
         ).fetchall()
-        if account is not None and not rows:
+        budget_row = self._conn.execute(
+            f"SELECT {', '.join(_BUDGET_COLUMNS)} FROM budgets "
+            "WHERE analyst = ? AND period = ? AND id > ? ORDER BY id DESC LIMIT 1",
+            (analyst, period, last_budget),
+        ).fetchone()
+        if account is not None and not rows and budget_row is None:
             return account
         decoded: list[tuple[int, Guarantee, int]] = []
         for row_id, text, count in rows:
@@ -479,12 +736,39 @@ class Ledger:
             if count < 1:
                 raise LedgerError(f"ledger {self._path!r}: row {row_id} has count {count} < 1")
             decoded.append((row_id, self._decode(text, "item description", row_id), count))
+        record = None if budget_row is None else self._budget_record(budget_row)
         if account is None:
             account = _Account()
             self._accounts[(analyst, period)] = account
         for row_id, item, count in decoded:
             account.add(row_id, item, count)
+        if record is not None:
+            account.budget, account.budget_text = record, str(budget_row[3])
         return account
+
+    def _timestamp(self, created: object, row_id: int, table: str) -> datetime:
+        try:
+            stamp = datetime.fromisoformat(str(created))
+        except ValueError as err:
+            raise LedgerError(
+                f"ledger {self._path!r}: {table} row {row_id} has a bad timestamp"
+            ) from err
+        return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp
+
+    def _budget_record(self, row: tuple[object, ...]) -> BudgetRecord:
+        row_id, analyst, period, budget, created, reason, version = row
+        rid = int(row_id)  # type: ignore[call-overload]
+        if not (isinstance(budget, str) and isinstance(reason, str) and reason):
+            raise LedgerError(f"ledger {self._path!r}: budgets row {rid} has malformed columns")
+        return BudgetRecord(
+            rid,
+            str(analyst),
+            str(period),
+            self._decode(budget, "budget description (budgets table)", rid),
+            self._timestamp(created, rid, "budgets"),
+            reason,
+            str(version),
+        )
 
     def _entry(self, row: tuple[object, ...]) -> Entry:
         (
@@ -501,19 +785,13 @@ class Ledger:
             version,
         ) = row
         rid = int(row_id)  # type: ignore[call-overload]
-        try:
-            stamp = datetime.fromisoformat(str(created))
-        except ValueError as err:
-            raise LedgerError(f"ledger {self._path!r}: row {rid} has a bad timestamp") from err
-        if stamp.tzinfo is None:
-            stamp = stamp.replace(tzinfo=UTC)
         return Entry(
             rid,
             str(analyst),
             str(period),
             self._decode(str(item), "item description", rid),
             int(count),  # type: ignore[call-overload]
-            stamp,
+            self._timestamp(created, rid, "spends"),
             "rho" if measure == "rho" else "epsilon",
             None if at_delta is None else float(at_delta),  # type: ignore[arg-type]
             float(spent),  # type: ignore[arg-type]
@@ -521,7 +799,7 @@ class Ledger:
             str(version),
         )
 
-    def _validate_rows(self) -> None:
+    def _validate_rows(self, version: int) -> None:
         """Every row must be interpretable (types, descriptions); nothing is written."""
         with self._errors("read"):
             bad = self._conn.execute(_BAD_ROWS).fetchone()
@@ -533,6 +811,124 @@ class Ledger:
                 ).fetchall()
                 for row_id, text in rows:
                     self._decode(text, what, row_id)
+            if version >= 2:
+                bad = self._conn.execute(_BAD_BUDGET_ROWS).fetchone()
+                if bad is not None:
+                    raise LedgerError(
+                        f"ledger {self._path!r}: budgets row {bad[0]} has malformed columns"
+                    )
+                rows = self._conn.execute(
+                    "SELECT MIN(id), budget FROM budgets GROUP BY budget"
+                ).fetchall()
+                for row_id, text in rows:
+                    self._decode(text, "budget description (budgets table)", row_id)
+
+    def _migrate(self) -> None:
+        """Migrate a validated schema-1 file to schema 2, in one transaction (all or nothing).
+
+        Adds the ``budgets`` table, its index and the spend trigger; records for every account
+        the budget of its first spend (the budget it was opened with); sets ``schema_version`` to
+        2. The version is re-read under the write lock: of processes opening the same schema-1
+        file at once, the first migrates and the others find version 2 and check it.
+        """
+        path = self._path or ":memory:"
+        with self._lock:
+            with self._errors("migrate"):
+                self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                with self._errors("migrate"):
+                    row = self._conn.execute(
+                        "SELECT value FROM meta WHERE key = 'schema_version'"
+                    ).fetchone()
+                    if row == (str(SCHEMA_VERSION),):  # another process migrated first
+                        _check_schema(self._conn, path)
+                        self._validate_rows(SCHEMA_VERSION)
+                        self._conn.execute("ROLLBACK")
+                        return
+                    if row != ("1",):
+                        raise LedgerError(
+                            f"ledger {path!r}: schema version changed to {row!r} while opening"
+                        )
+                    for statement in _SCHEMA_V2:
+                        self._conn.execute(statement)
+                    stamp, version = _isoformat(datetime.now(UTC)), _library_version()
+                    self._conn.executemany(
+                        "INSERT INTO budgets (analyst, period, budget, created_at, reason, "
+                        "library_version) VALUES (?, ?, ?, ?, ?, ?)",
+                        [(a, p, text, stamp, why, version) for a, p, text, why in self._seeds()],
+                    )
+                    self._conn.execute(
+                        "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                        (str(SCHEMA_VERSION),),
+                    )
+                    self._conn.executemany(
+                        "INSERT INTO meta (key, value) VALUES (?, ?)",
+                        [
+                            ("migrated_from_1_at", stamp),
+                            ("migrated_from_1_by", f"sharpdp {version}"),
+                        ],
+                    )
+                    self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    def _seeds(self) -> list[tuple[str, str, str, str]]:
+        """(analyst, period, budget text, reason) of each schema-1 account: its first spend's
+        budget. Later spends checked against other budgets (the overspend schema 1 allowed) are
+        named in the reason, so the record shows them and the odometer reads over the budget."""
+        first: dict[tuple[str, str], tuple[int, str, Guarantee]] = {}
+        other: dict[tuple[str, str], list[int]] = {}
+        rows = self._conn.execute("SELECT id, analyst, period, budget FROM spends ORDER BY id")
+        for row_id, analyst, period, text in rows:
+            key = (str(analyst), str(period))
+            budget = self._decode(str(text), "budget description", int(row_id))
+            seen = first.get(key)
+            if seen is None:
+                first[key] = (int(row_id), str(text), budget)
+            elif not _same(seen[2], budget):
+                other.setdefault(key, []).append(int(row_id))
+        seeds = []
+        for key, (row_id, text, _budget) in first.items():
+            reason = (
+                f"migrated from ledger schema version 1: the budget of the account's first spend "
+                f"(row {row_id})"
+            )
+            later = other.get(key)
+            if later:
+                reason += (
+                    f"; {len(later)} later spend(s) were checked against other budgets "
+                    f"(rows {', '.join(map(str, later[:10]))}{', ...' if len(later) > 10 else ''})"
+                )
+            seeds.append((*key, text, reason))
+        return seeds
+
+
+def _same(a: Guarantee, b: Guarantee) -> bool:
+    """Whether two budgets are the same (same type and parameters)."""
+    return type(a) is type(b) and a == b
+
+
+def _reason(reason: object) -> str:
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidParameter(f"reason must be a non-empty string, got {reason!r}")
+    return reason
+
+
+def _isoformat(stamp: datetime) -> str:
+    return stamp.isoformat(timespec="microseconds")
+
+
+def _filter(analyst: str | None, period: str | None) -> tuple[str, list[str]]:
+    """A WHERE clause (and its arguments) selecting one analyst and/or one period."""
+    clauses, args = [], []
+    if analyst is not None:
+        clauses.append("analyst = ?")
+        args.append(account_name("analyst", analyst))
+    if period is not None:
+        clauses.append("period = ?")
+        args.append(account_name("period", period))
+    return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), args
 
 
 # -- opening and creating files -------------------------------------------------------------------
@@ -553,15 +949,14 @@ def _connect(target: str, timeout: float, *, uri: bool) -> sqlite3.Connection:
 def _initialise(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for statement in _SCHEMA_V1.split(";"):
-            if statement.strip():
-                conn.execute(statement)
+        for statement in (*_SCHEMA_V1, *_SCHEMA_V2):
+            conn.execute(statement)
         conn.executemany(
             "INSERT INTO meta (key, value) VALUES (?, ?)",
             [
                 ("format", FORMAT_NAME),
                 ("schema_version", str(SCHEMA_VERSION)),
-                ("created_at", datetime.now(UTC).isoformat(timespec="microseconds")),
+                ("created_at", _isoformat(datetime.now(UTC))),
                 ("created_by", f"sharpdp {_library_version()}"),
             ],
         )
@@ -640,8 +1035,11 @@ def _fsync_directory(directory: str) -> None:
         _fsync_file(directory)
 
 
-def _open_file(path: str, timeout: float) -> sqlite3.Connection:
-    """Open and validate an existing ledger; writes nothing until it has passed every check."""
+def _open_file(path: str, timeout: float) -> tuple[sqlite3.Connection, int]:
+    """Open and check an existing ledger; writes nothing until it has passed every check.
+
+    Returns the connection and the file's schema version (1 or 2).
+    """
     if not os.path.isfile(path):
         raise LedgerError(f"ledger {path!r} is not a regular file")
     try:
@@ -671,7 +1069,7 @@ def _open_file(path: str, timeout: float) -> sqlite3.Connection:
     except sqlite3.Error as err:
         raise LedgerError(f"cannot open ledger {path!r}: {err}") from err
     try:
-        _check_schema(conn, path)
+        version = _check_schema(conn, path)
         # A no-op for ledgers we created. Where WAL is unavailable SQLite keeps its rollback
         # journal, which with synchronous=FULL and BEGIN IMMEDIATE is just as durable and serial.
         conn.execute("PRAGMA journal_mode = WAL").fetchall()
@@ -681,10 +1079,11 @@ def _open_file(path: str, timeout: float) -> sqlite3.Connection:
     except BaseException:
         conn.close()
         raise
-    return conn
+    return conn, version
 
 
-def _check_schema(conn: sqlite3.Connection, path: str) -> None:
+def _check_schema(conn: sqlite3.Connection, path: str) -> int:
+    """Check the file's format, schema version and tables (read-only); return the version."""
     tables = {
         str(name): str(kind)
         for name, kind in conn.execute("SELECT name, type FROM sqlite_master").fetchall()
@@ -707,16 +1106,28 @@ def _check_schema(conn: sqlite3.Connection, path: str) -> None:
             f"ledger {path!r} has schema version {version}, newer than this sharpdp reads "
             f"({SCHEMA_VERSION}); upgrade sharpdp"
         )
-    if version != SCHEMA_VERSION:
+    if version not in (1, SCHEMA_VERSION):
         raise LedgerError(f"ledger {path!r} has unknown schema version {version}")
-    if tables.get("spends") != "table":
-        raise LedgerError(f"ledger {path!r} has no spends table")
-    columns = tuple(str(row[1]) for row in conn.execute("PRAGMA table_info(spends)").fetchall())
-    if columns != _COLUMNS:
-        raise LedgerError(
-            f"ledger {path!r}: the spends table has columns {columns}, not {_COLUMNS}"
+    expected: dict[str, tuple[str, ...]] = {"spends": _COLUMNS}
+    if version == 1:
+        if "budgets" in tables:  # a migration would collide with it: not a file we wrote
+            raise LedgerError(f"ledger {path!r} has schema version 1 but a budgets table")
+    else:
+        expected["budgets"] = _BUDGET_COLUMNS
+    for table, wanted in expected.items():
+        if tables.get(table) != "table":
+            raise LedgerError(f"ledger {path!r} has no {table} table")
+        columns = tuple(
+            str(row[1]) for row in conn.execute(f"PRAGMA table_info({table})").fetchall()
         )
+        if columns != wanted:
+            raise LedgerError(
+                f"ledger {path!r}: the {table} table has columns {columns}, not {wanted}"
+            )
+    if version >= 2 and tables.get(_BUDGET_TRIGGER) != "trigger":
+        raise LedgerError(f"ledger {path!r} has no {_BUDGET_TRIGGER} trigger")
     check = conn.execute("PRAGMA quick_check").fetchall()
     if check != [("ok",)]:
         problems = "; ".join(str(row[0]) for row in check[:3])
         raise LedgerError(f"ledger {path!r} is corrupted: {problems}")
+    return version
