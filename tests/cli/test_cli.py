@@ -102,6 +102,23 @@ def test_query_spends_from_a_ledger_and_then_refuses(people_csv: Path, tmp_path:
     assert "budget" in (second.stdout + second.stderr).lower()
 
 
+def test_query_uses_the_ledgers_budget_unless_told(people_csv: Path, tmp_path: Path) -> None:
+    """The first query records --budget; later ones without --budget use it; another --budget is
+    refused (exit 1, naming both budgets)."""
+    ledger = tmp_path / "b.sqlite"
+    runner = CliRunner()
+    base = ["query", str(people_csv), "count", "--unit", "who", "--drop-null-units"]
+    base += ["--ledger", str(ledger), "--privacy", "pure:0.6", "--json"]
+    assert runner.invoke(app, [*base, "--budget", "pure:1.3"]).exit_code == 0
+    assert runner.invoke(app, base).exit_code == 0  # 1.2 of the recorded 1.3
+    over = runner.invoke(app, base)  # the app raises; sharpdp's main() prints it as one line
+    assert isinstance(over.exception, sdp.BudgetExceeded)
+    other = runner.invoke(app, [*base, "--budget", "pure:5"])
+    assert isinstance(other.exception, sdp.LedgerError)
+    assert "PureDP(epsilon=1.3)" in str(other.exception)
+    assert "PureDP(epsilon=5.0)" in str(other.exception)
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -109,3 +109,15 @@ def test_session_reopens_a_ledger_account_only_with_its_budget(
     with sdp.Accountant(ledger=ledger, analyst="ana") as acc:
         assert acc.budget == sdp.PureDP(1.0)
         assert len(acc.history()) == 1  # the refused session recorded nothing
+
+
+def test_session_without_a_budget_uses_the_recorded_one(
+    small: pd.DataFrame, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "b.sqlite")
+    first = sdp.data.Session(small, "person", sdp.PureDP(0.7), ledger=path, analyst="ana")
+    first.count(privacy=sdp.PureDP(0.5)).run(rng=0)
+    again = sdp.data.Session(small, "person", None, ledger=path, analyst="ana")
+    assert again.accountant.budget == sdp.PureDP(0.7)
+    with pytest.raises(sdp.BudgetExceeded):
+        again.count(privacy=sdp.PureDP(0.5)).run(rng=1)

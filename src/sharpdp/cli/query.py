@@ -8,8 +8,10 @@ Examples::
     sharpdp query flights.csv sum dep_delay --bounds 0,3000 --clamp person --unit tailnum
     sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1 --explain
 
-The budget is kept in ``--ledger`` (per ``--analyst``); without one, the query runs under a fresh
-in-memory budget (one query, nothing remembered).
+The budget is kept in ``--ledger`` (per ``--analyst``): the account's first query records
+``--budget`` (default ``approx:1,1e-6``), later ones use the recorded budget unless ``--budget``
+is given (then it must match). Without a ledger, the query runs under a fresh in-memory budget (one
+query, nothing remembered).
 """
 
 from __future__ import annotations
@@ -101,6 +103,23 @@ def _build(session: Any, kind: Kind, column: str | None, options: dict[str, Any]
     return method(column, **value_args, **caps)
 
 
+#: The budget of a new account when ``--budget`` is not given.
+DEFAULT_BUDGET = "approx:1,1e-6"
+
+
+def _budget(text: str | None, ledger: Path | None, analyst: str) -> sdp.Guarantee:
+    """``--budget`` if given; else the budget the ledger records for the analyst; else the default."""
+    if text is not None:
+        return parse_guarantee(text, "--budget")
+    if ledger is not None and ledger.exists():
+        try:
+            with sdp.Accountant(None, str(ledger), analyst) as account:
+                return account.budget
+        except sdp.InvalidParameter:  # no budget recorded for this analyst yet
+            pass
+    return parse_guarantee(DEFAULT_BUDGET, "--budget")
+
+
 @app.command()
 def query(
     file: Annotated[
@@ -114,7 +133,10 @@ def query(
     privacy: Annotated[
         str, typer.Option(help="this query's privacy: pure:ε, approx:ε,δ, zcdp:ρ")
     ] = "pure:0.1",
-    budget: Annotated[str, typer.Option(help="the analyst's total budget")] = "approx:1,1e-6",
+    budget: Annotated[
+        str | None,
+        typer.Option(help="the analyst's total budget (default: the ledger's, else approx:1,1e-6)"),
+    ] = None,
     ledger: Annotated[Path | None, typer.Option(help="ledger file keeping the budget")] = None,
     analyst: Annotated[str, typer.Option(help="whose budget")] = "default",
     keys: Annotated[str | None, typer.Option(help="public keys, comma-separated")] = None,
@@ -159,7 +181,7 @@ def query(
     session = sdp.data.Session(
         str(file),
         privacy_unit=unit,
-        budget=parse_guarantee(budget, "--budget"),
+        budget=_budget(budget, ledger, analyst),
         ledger=None if ledger is None else str(ledger),
         analyst=analyst,
         null_units="drop" if drop_null_units else "refuse",

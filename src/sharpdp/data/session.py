@@ -162,7 +162,9 @@ class Session:
         table: a ``.csv``/``.parquet`` path, a pandas/Polars DataFrame, a PyArrow table (run on an
             embedded in-memory DuckDB), or an Ibis table (run on its own backend, e.g. PySpark).
         privacy_unit: the column identifying a person.
-        budget: ``sdp.PureDP``, ``sdp.ApproxDP`` or ``sdp.ZCDP`` (enforced by the accountant).
+        budget: ``sdp.PureDP``, ``sdp.ApproxDP`` or ``sdp.ZCDP`` (enforced by the accountant); it
+            lives in the ledger: the account's first session records it, later ones must pass
+            the same budget (else ``sdp.LedgerError``) or ``None`` to use the recorded one.
         ledger: ``None`` (in memory) or a ledger file path shared across processes.
         analyst: the account charged.
         engine: an Ibis backend to load non-Ibis tables into (default: new in-memory DuckDB).
@@ -188,7 +190,7 @@ class Session:
         self,
         table: object,
         privacy_unit: str,
-        budget: sdp.Guarantee,
+        budget: sdp.Guarantee | None,
         ledger: str | os.PathLike[str] | None = None,
         analyst: str = "default",
         engine: Any = None,
