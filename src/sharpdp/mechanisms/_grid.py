@@ -12,8 +12,25 @@ grid γℤ with γ a power of two:
 2. integer noise is added in grid units, drawn by the exact samplers of
    :mod:`sharpdp.mechanisms._samplers`, and the result is multiplied back by γ.
 
-The automatic γ is 2⁻³⁰ times the noise scale or the sensitivity, whichever is smaller (rounded down
-to a power of two), so Δ_eff/Δ − 1 ≤ 2⁻³⁰ and the noise is resolved to 30 bits.
+**The automatic grid.** With s the noise scale (σ, or the Laplace scale b) and Δ > 0,
+
+    γ = 2^max(⌊log₂ min(s, Δ)⌋ − 30, ⌈log₂ s⌉ − 50, −1074):
+
+the largest power of two ≤ 2⁻³⁰·min(s, Δ), but never finer than s·2⁻⁵⁰ (at most 2⁵⁰ grid steps
+per unit of noise scale: the exact samplers draw int64 noise, and allow at most 2⁵²) nor than the
+smallest subnormal. The noise is always resolved to at least 30 bits (s/γ ≥ 2³⁰).
+
+**Where Δ_eff/Δ − 1 ≤ 2⁻³⁰ holds.** Always Δ ≤ Δ_eff < Δ + γ. If s ≤ 2^(⌊log₂ Δ⌋ + 20) — that is,
+s/Δ ≤ 2²⁰ when Δ is a power of two; s/Δ ≤ 2¹⁹ suffices for every Δ — then ⌈log₂ s⌉ − 50 ≤
+⌊log₂ Δ⌋ − 30, the first term wins and γ ≤ 2⁻³⁰·Δ (or γ = 2⁻¹⁰⁷⁴, which divides every float):
+so Δ_eff/Δ − 1 ≤ 2⁻³⁰. Beyond that range the second term wins: γ = 2^(⌈log₂ s⌉ − 50) > 2⁻³⁰·Δ,
+and what holds is 0 ≤ Δ_eff − Δ < γ < 2⁻⁴⁹·s (Δ_eff = Δ when γ divides Δ). The accounting stays
+exact for what is released, with the larger Δ_eff: the privacy parameter Δ_eff/s is then below
+Δ/s + 2⁻⁴⁹ < 2⁻¹⁹ + 2⁻⁴⁹. For example ``Gaussian(1e12, sensitivity=0.3)`` has γ = 2⁻¹⁰ and
+Δ_eff = 308·2⁻¹⁰ = 0.30078125, and ``Gaussian(1e16)`` has γ = Δ_eff = 16. Keeping the relative
+promise at every ratio would need s/γ ≥ 2³⁰·s/Δ grid steps per unit of scale, beyond the int64
+samplers once s/Δ > 2²²; a coarser grid is the price of exact sampling there. A finer grid can be
+passed explicitly (``granularity``) within the 2⁵⁰ limit.
 """
 
 from __future__ import annotations
@@ -44,11 +61,25 @@ _MAX_UNITS = 2.0**62  # |value/γ| must fit in int64 with room for the noise
 _MIN_EXPONENT = -1074  # 2**-1074 = 5e-324, the smallest positive float
 
 
+def _floor_log2(x: float) -> int:
+    """⌊log₂ x⌋ for a positive float, exactly (``math.log2`` rounds near powers of two)."""
+    _, exponent = math.frexp(x)  # x = mantissa·2^exponent, mantissa ∈ [½, 1)
+    return exponent - 1
+
+
+def _ceil_log2(x: float) -> int:
+    """⌈log₂ x⌉ for a positive float, exactly."""
+    mantissa, exponent = math.frexp(x)
+    return exponent - 1 if mantissa == 0.5 else exponent
+
+
 def auto_granularity(noise_scale: float, sensitivity: float) -> float:
-    """The default grid step: a power of two ≈ 2⁻³⁰·min(noise scale, Δ) (Δ = 0 ignored)."""
+    """The default grid step γ = 2^max(⌊log₂ min(s, Δ)⌋ − 30, ⌈log₂ s⌉ − 50, −1074), s the noise
+    scale (Δ = 0 ignored). Δ_eff/Δ − 1 ≤ 2⁻³⁰ holds when s ≤ 2^(⌊log₂ Δ⌋ + 20); beyond, only
+    Δ_eff − Δ < γ < 2⁻⁴⁹·s (see the module docstring)."""
     base = min(noise_scale, sensitivity) if sensitivity > 0 else noise_scale
-    exponent = math.floor(math.log2(base)) - _RESOLUTION_BITS
-    exponent = max(exponent, math.ceil(math.log2(noise_scale)) - _MAX_SCALE_BITS)
+    exponent = _floor_log2(base) - _RESOLUTION_BITS
+    exponent = max(exponent, _ceil_log2(noise_scale) - _MAX_SCALE_BITS)
     return math.ldexp(1.0, max(exponent, _MIN_EXPONENT))  # never below the smallest subnormal
 
 

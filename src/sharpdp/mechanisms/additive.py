@@ -81,7 +81,9 @@ class Laplace(_OnGrid, Mechanism):
     [0, ε0] (the hockey-stick divergence of Lap(0, b) and Lap(Δ_eff, b) in closed form, derived in
     :func:`sharpdp._divergences.laplace_delta`), its RDP curve Mironov 2017 Prop 6, and its tight
     zCDP parameter ε0 + e^{−ε0} − 1 [Harrison–Manurangsi 2025, arXiv 2510.25746]. Δ_eff = γ⌈Δ/γ⌉ is the
-    sensitivity of the query rounded to the release grid γℤ (Δ_eff = Δ when γ divides Δ).
+    sensitivity of the query rounded to the release grid γℤ (Δ_eff = Δ when γ divides Δ). With the
+    default grid Δ_eff/Δ − 1 ≤ 2⁻³⁰ whenever b ≤ 2^(⌊log₂ Δ⌋ + 20) (b/Δ ≤ 2¹⁹ suffices); for
+    noisier mechanisms only Δ_eff − Δ < 2⁻⁴⁹·b holds (:mod:`sharpdp.mechanisms._grid`).
 
     :meth:`release` outputs γ·(round(x/γ) + K) with K = round(L/γ) drawn exactly: a deterministic
     function of x_γ + L, the continuous Laplace mechanism on the rounded query. So every number
@@ -90,7 +92,8 @@ class Laplace(_OnGrid, Mechanism):
     Args:
         scale: the noise scale b > 0.
         sensitivity: the L1 sensitivity Δ ≥ 0 of the query.
-        granularity: the grid step γ, a power of two; default ≈ 2⁻³⁰·min(b, Δ).
+        granularity: the grid step γ, a power of two; default ≈ 2⁻³⁰·min(b, Δ), but at least
+            b·2⁻⁵⁰ (see :func:`sharpdp.mechanisms._grid.auto_granularity`).
     """
 
     scale: float
@@ -150,8 +153,9 @@ class Gaussian(_OnGrid, Mechanism):
 
     With μ = Δ_eff/σ it is μ-GDP, exactly: δ(ε) by Balle–Wang 2018 Thm 8, D_α = αμ²/2,
     ρ = μ²/2-zCDP (BS16 Prop 1.6), all tight. Δ_eff = γ⌈Δ/γ⌉ is the sensitivity of the query
-    rounded to the release grid γℤ (Δ_eff = Δ when γ divides Δ, e.g. Δ = 1; otherwise larger by a
-    relative 2⁻³⁰ at most with the default grid).
+    rounded to the release grid γℤ (Δ_eff = Δ when γ divides Δ, e.g. Δ = 1). With the default grid
+    Δ_eff/Δ − 1 ≤ 2⁻³⁰ whenever σ ≤ 2^(⌊log₂ Δ⌋ + 20) (σ/Δ ≤ 2¹⁹ suffices); for noisier
+    mechanisms only Δ_eff − Δ < 2⁻⁴⁹·σ holds (:mod:`sharpdp.mechanisms._grid` derives both).
 
     :meth:`release` outputs γ·(round(x/γ) + K) with K = round(N/γ) drawn exactly
     (:mod:`sharpdp.mechanisms._rounded_gaussian`): a deterministic function of x_γ + N, the
@@ -161,7 +165,8 @@ class Gaussian(_OnGrid, Mechanism):
     Args:
         sigma: the noise standard deviation σ > 0.
         sensitivity: the L2 sensitivity Δ ≥ 0 of the query (for a scalar query, |f(x) − f(x′)|).
-        granularity: the grid step γ, a power of two not above σ; default ≈ 2⁻³⁰·min(σ, Δ).
+        granularity: the grid step γ, a power of two not above σ; default ≈ 2⁻³⁰·min(σ, Δ),
+            but at least σ·2⁻⁵⁰ (see :func:`sharpdp.mechanisms._grid.auto_granularity`).
     """
 
     sigma: float
