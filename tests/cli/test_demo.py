@@ -46,7 +46,7 @@ def test_demo_prints_every_release_and_the_budget_statement(tmp_path: Path) -> N
     )
     assert again.returncode == 1
     assert "Traceback" not in again.stdout + again.stderr
-    assert "budget" in again.stdout.lower()
+    assert "budget" in (again.stdout + again.stderr).lower()
     assert len(acct.history()) == 5
 
 

@@ -1,9 +1,13 @@
 """The ``sharpdp`` command (requires the ``cli`` extra: typer and rich).
 
 One module per command group: :mod:`~sharpdp.cli.demo` (the flights analysis),
-:mod:`~sharpdp.cli.query` (one private query on any CSV/Parquet file) and
-:mod:`~sharpdp.cli.convert` (sharp conversions between privacy notions). Errors print one line and
-exit with status 1 (2 for bad usage); ``--debug`` shows the traceback.
+:mod:`~sharpdp.cli.query` (one private query on any CSV/Parquet file),
+:mod:`~sharpdp.cli.convert` (sharp conversions between privacy notions),
+:mod:`~sharpdp.cli.compose` (the privacy of a plan of mechanisms),
+:mod:`~sharpdp.cli.calibrate` (the least noise for a target),
+:mod:`~sharpdp.cli.capacity` (how many runs fit a budget) and :mod:`~sharpdp.cli.budget` (what a
+ledger records). Errors print one line on standard error and exit with status 1 (2 for bad
+usage, 130 when interrupted); ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ import sys
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from sharpdp._version import __version__
-from sharpdp.cli import convert, demo, query  # noqa: F401  (each registers its commands)
-from sharpdp.cli._common import app, console
+from sharpdp.cli import budget, calibrate, capacity, compose, convert, demo, plot, query  # noqa: F401
+from sharpdp.cli._common import app, console, err_console
 from sharpdp.errors import SharpDPError
 
 __all__ = ["app", "main"]
@@ -44,25 +49,38 @@ def _root(
     _DEBUG["on"] = debug
 
 
+def _fail(message: str, code: int) -> None:
+    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True, markup=True)
+    sys.exit(code)
+
+
 def main() -> None:
-    """Entry point of the ``sharpdp`` console script: every error is one line and an exit code
-    (1: refused or invalid, e.g. over budget; 2: bad usage)."""
+    """Entry point of the ``sharpdp`` console script: every error is one line on standard error
+    and an exit code (1: refused or invalid, e.g. over budget; 2: bad usage; 130: interrupted)."""
     try:
         code = app(standalone_mode=False)
     except SharpDPError as err:
         if _DEBUG["on"]:
             raise
-        console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+        _fail(escape(str(err)), 1)
     except typer.TyperException as err:  # usage errors: bad options, bad values
         format_message = getattr(err, "format_message", None)
         message = format_message() if callable(format_message) else str(err)
-        if message:  # (no arguments at all: the help was printed instead)
-            console.print(
-                f"[red]error:[/red] {message} (see sharpdp --help)", highlight=False, soft_wrap=True
-            )
-        sys.exit(int(getattr(err, "exit_code", 2)))
+        if not message:  # (no arguments at all: the help was printed instead)
+            sys.exit(int(getattr(err, "exit_code", 2)))
+        _fail(f"{escape(message)} (see sharpdp --help)", int(getattr(err, "exit_code", 2)))
     except typer.Abort:
         sys.exit(1)
+    except KeyboardInterrupt:
+        if _DEBUG["on"]:
+            raise
+        _fail("interrupted", 130)
+    except Exception as err:  # a bug: still one line, the traceback with --debug
+        if _DEBUG["on"]:
+            raise
+        _fail(
+            escape(f"unexpected {type(err).__name__}: {err} (run with --debug for the traceback)"),
+            1,
+        )
     if isinstance(code, int) and code:
         sys.exit(code)

@@ -1,18 +1,24 @@
 """``sharpdp convert``: every route from one guarantee to a notion, its theorem and value, and
-which one wins (``sharpdp convert pure 1.0 --to zcdp``)."""
+which one wins (``sharpdp convert pure 1.0 --to zcdp``; ``--to approx --delta 1e-6`` for ε(δ)).
+
+Every value printed is rounded up (they are all upper bounds); ``--json`` carries full precision.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp import conversions
-from sharpdp.cli._common import app, console
-from sharpdp.errors import SharpDPError
+from sharpdp._format import upper
+from sharpdp.cli._common import Digits, app, console, emit_json, parse_item, parse_number
+
+__all__ = ["SOURCES", "TARGETS", "convert"]
 
 #: Source guarantees by name: (constructor, parameter names).
 SOURCES: dict[str, tuple[Callable[..., sdp.Guarantee], tuple[str, ...]]] = {
@@ -22,77 +28,127 @@ SOURCES: dict[str, tuple[Callable[..., sdp.Guarantee], tuple[str, ...]]] = {
     "br": (sdp.BoundedRange, ("eta",)),
     "gdp": (sdp.GDP, ("mu",)),
     "mcdp": (sdp.MCDP, ("mu", "tau")),
-    "laplace": (sdp.Laplace, ("scale",)),
-    "gaussian": (sdp.Gaussian, ("sigma",)),
-    "rr": (sdp.RandomizedResponse, ("epsilon",)),
+    "laplace": (lambda scale: sdp.Laplace(scale), ("scale",)),
+    "gaussian": (lambda sigma: sdp.Gaussian(sigma), ("sigma",)),
+    "rr": (lambda epsilon: sdp.RandomizedResponse(epsilon), ("epsilon",)),
 }
 
-#: Target notions by name, and how to print a guarantee of that notion.
-TARGETS: dict[str, tuple[type[sdp.Guarantee], Callable[[sdp.Guarantee], str]]] = {
-    "pure": (sdp.PureDP, lambda g: f"ε = {g.epsilon_:.6g}"),  # type: ignore[attr-defined]
-    "zcdp": (sdp.ZCDP, lambda g: _zcdp_text(g)),
-    "br": (sdp.BoundedRange, lambda g: f"η = {g.eta:.6g}"),  # type: ignore[attr-defined]
-    "gdp": (sdp.GDP, lambda g: f"μ = {g.mu:.6g}"),  # type: ignore[attr-defined]
-    "mcdp": (sdp.MCDP, lambda g: f"μ = {g.mu:.6g}, τ = {g.tau:.6g}"),  # type: ignore[attr-defined]
-    "rdp": (
-        sdp.RDP,
-        lambda g: "ε(α): " + ", ".join(f"α={a:g}: {g.renyi(a):.4g}" for a in (1.5, 2, 8, 32)),
-    ),
+#: The RDP orders shown for ``--to rdp``.
+RDP_ORDERS = (1.5, 2.0, 8.0, 32.0)
+
+
+def _fields(g: sdp.Guarantee) -> list[tuple[str, float]]:
+    """The parameters of a converted guarantee, by symbol (every one an upper bound)."""
+    if isinstance(g, sdp.PureDP):
+        return [("ε", g.epsilon_)]
+    if isinstance(g, sdp.ApproxDP):  # (δ is the one asked for, shown in the title)
+        return [("ε", g.epsilon_)]
+    if isinstance(g, sdp.ZCDP):
+        return [("ρ", g.rho)] + ([("ξ", g.xi)] if g.xi else [])
+    if isinstance(g, sdp.BoundedRange):
+        return [("η", g.eta)]
+    if isinstance(g, sdp.GDP):
+        return [("μ", g.mu)]
+    if isinstance(g, sdp.MCDP):
+        return [("μ", g.mu), ("τ", g.tau)]
+    return [(f"ε(α={a:g})", g.renyi(a)) for a in RDP_ORDERS]
+
+
+#: Target notions by name.
+TARGETS: dict[str, type[sdp.Guarantee]] = {
+    "pure": sdp.PureDP,
+    "zcdp": sdp.ZCDP,
+    "br": sdp.BoundedRange,
+    "gdp": sdp.GDP,
+    "mcdp": sdp.MCDP,
+    "rdp": sdp.RDP,
+    "approx": sdp.ApproxDP,
 }
 
 
-def _zcdp_text(g: sdp.Guarantee) -> str:
-    assert isinstance(g, sdp.ZCDP)
-    return f"ρ = {g.rho:.6g}" + (f", ξ = {g.xi:.6g}" if g.xi else "")
-
-
-def _build(kind: str, values: list[float]) -> sdp.Guarantee:
+def _source(kind: str, values: list[str]) -> sdp.Guarantee:
+    if ":" in kind and not values:  # the item spelling: `convert pure:1`
+        return parse_item(kind, "SOURCE")
     if kind not in SOURCES:
         raise typer.BadParameter(f"unknown guarantee {kind!r}; choose from {', '.join(SOURCES)}")
     factory, names = SOURCES[kind]
     if len(values) != len(names):
-        raise typer.BadParameter(f"{kind} takes {len(names)} value(s): {', '.join(names)}")
-    return factory(*values)
+        raise typer.BadParameter(
+            f"{kind} takes {len(names)} value(s): {', '.join(names)}, got {len(values)}"
+        )
+    numbers = [parse_number(v, n, False, kind) for n, v in zip(names, values, strict=True)]
+    return factory(*numbers)
 
 
-@app.command()
+@app.command(context_settings={"ignore_unknown_options": True})  # `convert pure -1`: a value
 def convert(
-    source: Annotated[str, typer.Argument(help=f"source guarantee: {', '.join(SOURCES)}")],
-    values: Annotated[list[float], typer.Argument(help="its parameters, e.g. `pure 1.0`")],
-    to: Annotated[
-        str, typer.Option("--to", help=f"target: {', '.join(TARGETS)} or approx")
-    ] = "zcdp",
+    source: Annotated[
+        str, typer.Argument(help=f"source guarantee: {', '.join(SOURCES)} (or e.g. pure:1)")
+    ],
+    values: Annotated[
+        list[str] | None, typer.Argument(help="its parameters, e.g. `pure 1.0`", show_default=False)
+    ] = None,
+    to: Annotated[str, typer.Option("--to", help=f"target: {', '.join(TARGETS)}")] = "zcdp",
     delta: Annotated[float, typer.Option(help="δ for --to approx")] = 1e-6,
+    alpha: Annotated[float, typer.Option(help="the Rényi order of each route for --to rdp")] = 2.0,
+    digits: Digits = 6,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (full precision)")] = False,
 ) -> None:
-    """Convert a guarantee to another notion, listing every route and its theorem."""
-    try:
-        g = _build(source, values)
-        if to == "approx":
-            approx = sdp.convert(g, sdp.ApproxDP, delta=delta)
-            console.print(
-                f"{g!r} ⇒ (ε = {approx.epsilon_:.6g}, δ = {delta:g})-DP"
-                "  [min over all valid analyses]"
-            )
-            return
-        if to not in TARGETS:
-            raise typer.BadParameter(
-                f"unknown target {to!r}; choose from {', '.join(TARGETS)} or approx"
-            )
-        target, show = TARGETS[to]
-        sdp.convert(g, target)  # raises NotImplied (with the reason) when no route applies
-        explanation = conversions.explain(g, target)
-        winner = explanation.winner
-        table = Table(title=f"{g!r} → {target.__name__}")
-        for column in ("route", "theorem", "result", ""):
-            table.add_column(column)
-        for row in explanation.rows:
-            result = getattr(row, "result", None)
-            if result is None:
-                table.add_row(row.name, row.theorem, f"[dim]{row.note}[/dim]", "")
-            else:
-                mark = "[bold green]sharpest[/]" if row is winner else f"[dim]{row.note}[/dim]"
-                table.add_row(row.name, row.theorem, show(result), mark)
-        console.print(table)
-    except SharpDPError as err:
-        console.print(f"[red]error:[/red] {err}")
-        raise typer.Exit(1) from None
+    """Convert a guarantee to another notion, listing every route and its theorem.
+
+    Example: sharpdp convert pure 1.0 --to zcdp   (ρ = ε·tanh(ε/2) = 0.462118, not ε²/2)
+    """
+    g = _source(source, values or [])
+    if to not in TARGETS:
+        raise typer.BadParameter(f"--to: unknown target {to!r}; choose from {', '.join(TARGETS)}")
+    target = TARGETS[to]
+    options: dict[str, Any] = {"delta": delta} if target is sdp.ApproxDP else {}
+    best = sdp.convert(g, target, **options)  # raises NotImplied (with the reason) if none applies
+    if target is sdp.RDP:
+        options["alpha"] = alpha
+    explanation = conversions.explain(g, target, **options)
+    winner = explanation.winner
+    if as_json:
+        emit_json(
+            {
+                "source": repr(g),
+                "target": target.__name__,
+                "at": delta if target is sdp.ApproxDP else None,
+                "result": repr(best),
+                "fields": dict(_fields(best)),
+                "winner": winner.name,
+                "routes": [
+                    {
+                        "name": row.name,
+                        "theorem": row.theorem,
+                        "value": row.value,
+                        "note": row.note,
+                        "ranked": row.ranked,
+                        "winner": row is winner,
+                    }
+                    for row in explanation.rows
+                ],
+            }
+        )
+        return
+
+    def show(result: sdp.Guarantee) -> str:
+        return ", ".join(f"{s} = {upper(v, digits)}" for s, v in _fields(result))
+
+    title = f"{g!r} → {target.__name__}" + (f" at δ = {delta!r}" if target is sdp.ApproxDP else "")
+    table = Table(title=escape(title))
+    for column in ("route", "theorem", "result", ""):
+        table.add_column(column)
+    for row in explanation.rows:
+        result = getattr(row, "result", None)
+        if result is None:
+            table.add_row(row.name, row.theorem, f"[dim]{escape(row.note)}[/dim]", "")
+        else:
+            mark = "[bold green]sharpest[/]" if row is winner else f"[dim]{escape(row.note)}[/dim]"
+            table.add_row(row.name, escape(row.theorem), show(result), mark)
+    console.print(table)
+    at = f" at δ = {delta!r}" if target is sdp.ApproxDP else ""
+    console.print(
+        f"{escape(repr(g))} ⇒ {show(best)}{at} (sharpest: {winner.name}; rounded up)",
+        highlight=False,
+    )

@@ -247,6 +247,10 @@ def demo(
     total = parse_guarantee(budget, "--budget")
     if not isinstance(total, sdp.ApproxDP):
         raise typer.BadParameter("--budget: the demo takes an approx:ε,δ budget")
+    if not 0.0 < level < 1.0:  # checked before anything runs (NaN fails too)
+        raise typer.BadParameter(f"--level: the confidence level must be in (0, 1), got {level!r}")
+    if seed < 0:
+        raise typer.BadParameter(f"--seed: the seed must be ≥ 0, got {seed!r}")
     flights = sdp.data.datasets.flights()
     known = flights.dropna(subset=["tailnum"])
     with tempfile.TemporaryDirectory() as tmp:

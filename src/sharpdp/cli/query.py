@@ -167,6 +167,8 @@ def query(
     """
     if not unit:
         raise typer.BadParameter("--unit: name the column that identifies a person")
+    if not 0.0 < level < 1.0:  # checked before anything is spent (NaN fails too)
+        raise typer.BadParameter(f"--level: the confidence level must be in (0, 1), got {level!r}")
     options = {
         "privacy": parse_guarantee(privacy, "--privacy"),
         "keys": _list(keys),

@@ -1,0 +1,293 @@
+"""``sharpdp plot``: figures written as PNG or SVG (needs the ``plot`` extra: matplotlib).
+
+Examples::
+
+    sharpdp plot capacity exponential:0.025 --budget approx:1,1e-6 -o capacity.png
+    sharpdp plot capacity exponential:0.025 --budget approx:1,1e-6 --non-adaptive -o ddr20.svg
+    sharpdp plot profile plan.toml -o profile.svg
+    sharpdp plot renyi br:1 zcdp:0.125 -o renyi.png
+    sharpdp plot budget ledger.sqlite -o spending.png
+
+An item is written ``name:param[,param]`` (``gaussian:5``, ``laplace:2``, ``exponential:0.1``,
+``pure:1``, ``approx:1,1e-6``, ``zcdp:0.1``, ``br:1``, ``gdp:0.5``, ``rr:1``). A plan is a TOML or
+JSON file of items, each with its parameters by name and a ``count`` (default 1), and optionally
+``adaptive = false`` at the top::
+
+    [[item]]
+    mechanism = "gaussian"
+    sigma = 5
+    count = 100
+
+    [[item]]
+    mechanism = "exponential"
+    epsilon = 0.1
+    monotonic = true
+    count = 10
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+import sharpdp as sdp
+from sharpdp.cli._common import app, console, parse_guarantee
+from sharpdp.errors import SharpDPError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ITEMS", "parse_item", "parse_plan", "plot_app"]
+
+plot_app = typer.Typer(
+    help="Draw privacy profiles, capacities, Rényi curves and budgets (PNG or SVG).",
+    no_args_is_help=True,
+)
+app.add_typer(plot_app, name="plot")
+
+#: Items by the name used on the command line and in plans: (constructor, parameter names).
+ITEMS: dict[str, tuple[Callable[..., sdp.Guarantee], tuple[str, ...]]] = {
+    "gaussian": (sdp.Gaussian, ("sigma",)),
+    "laplace": (sdp.Laplace, ("scale",)),
+    "exponential": (sdp.Exponential, ("epsilon",)),
+    "rr": (sdp.RandomizedResponse, ("epsilon",)),
+    "pure": (sdp.PureDP, ("epsilon",)),
+    "approx": (sdp.ApproxDP, ("epsilon", "delta")),
+    "zcdp": (sdp.ZCDP, ("rho",)),
+    "br": (sdp.BoundedRange, ("eta",)),
+    "gdp": (sdp.GDP, ("mu",)),
+}
+
+#: The file formats written, by suffix.
+_SUFFIXES = (".png", ".svg")
+
+_OUTPUT_HELP = "the file to write: .png or .svg"
+
+
+def _spellings() -> str:
+    return ", ".join(f"{n}:{','.join(p)}" for n, (_, p) in ITEMS.items())
+
+
+def parse_item(text: str, option: str = "ITEM") -> sdp.Guarantee:
+    """``gaussian:5`` → ``sdp.Gaussian(5.0)`` (``typer.BadParameter`` naming ``option``)."""
+    name, _, params = text.partition(":")
+    if name not in ITEMS:
+        raise typer.BadParameter(
+            f"{option}: unknown item {name!r} in {text!r}; write one of {_spellings()}"
+        )
+    factory, names = ITEMS[name]
+    try:
+        values = [float(v) for v in params.split(",")] if params else []
+    except ValueError:
+        raise typer.BadParameter(
+            f"{option}: {text!r} has a parameter that is not a number"
+        ) from None
+    if len(values) != len(names) or any(math.isnan(v) for v in values):
+        raise typer.BadParameter(
+            f"{option}: {name} takes {', '.join(names)}, e.g. {name}:"
+            + ",".join("1e-6" if n == "delta" else "1" for n in names)
+        )
+    return factory(*values)
+
+
+def _plan_item(entry: object, where: str) -> tuple[sdp.Guarantee, int]:
+    if not isinstance(entry, dict):
+        raise typer.BadParameter(f"{where}: an item must be a table of parameters, got {entry!r}")
+    fields = dict(entry)
+    name = fields.pop("mechanism", None)
+    if name not in ITEMS:
+        raise typer.BadParameter(
+            f"{where}: mechanism must be one of {', '.join(ITEMS)}, got {name!r}"
+        )
+    count = fields.pop("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise typer.BadParameter(f"{where}: count must be a positive integer, got {count!r}")
+    factory, names = ITEMS[name]
+    missing = [n for n in names if n not in fields]
+    if missing:
+        raise typer.BadParameter(f"{where}: {name} needs {', '.join(missing)}")
+    try:
+        item = factory(**fields)
+    except TypeError:
+        raise typer.BadParameter(
+            f"{where}: {name} takes {', '.join(names)} (and its options), got {', '.join(fields)}"
+        ) from None
+    return item, count
+
+
+def parse_plan(path: Path) -> tuple[list[tuple[sdp.Guarantee, int]], bool]:
+    """The items of a TOML or JSON plan, with their counts, and whether it is adaptive."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise typer.BadParameter(f"PLAN: cannot read {str(path)!r}: {err.strerror}") from None
+    data: Any
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
+        raise typer.BadParameter(f"PLAN: {path.name} is not valid: {err}") from None
+    if isinstance(data, list):
+        data = {"item": data}
+    if not isinstance(data, dict):
+        raise typer.BadParameter(f"PLAN: {path.name} must hold a list of items")
+    entries = data.get("item", data.get("items"))
+    if not isinstance(entries, list) or not entries:
+        raise typer.BadParameter(f"PLAN: {path.name} has no [[item]] tables")
+    adaptive = data.get("adaptive", True)
+    if not isinstance(adaptive, bool):
+        raise typer.BadParameter(f"PLAN: adaptive must be true or false, got {adaptive!r}")
+    items = [_plan_item(e, f"PLAN {path.name}, item {i}") for i, e in enumerate(entries, 1)]
+    return items, adaptive
+
+
+def _output(path: Path) -> Path:
+    if path.suffix.lower() not in _SUFFIXES:
+        raise typer.BadParameter(f"--output: {str(path)!r} must end in .png or .svg")
+    return path
+
+
+def _numbers(text: str, option: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"{option}: {text!r} is not comma-separated numbers") from None
+    if not values or any(math.isnan(v) for v in values):
+        raise typer.BadParameter(f"{option}: {text!r} is not comma-separated numbers")
+    return values
+
+
+@contextmanager
+def _reported() -> Iterator[None]:
+    """One-line errors (exit 1): refused inputs, and a missing ``plot`` extra."""
+    try:
+        yield
+    except SharpDPError as err:
+        console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except ImportError as err:
+        if not _missing_matplotlib(err):
+            raise
+        console.print(
+            "[red]error:[/red] plots need matplotlib: pip install 'sharpdp[plot]'",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from None
+
+
+def _missing_matplotlib(err: BaseException | None) -> bool:
+    while err is not None:
+        if isinstance(err, ModuleNotFoundError) and (err.name or "").startswith("matplotlib"):
+            return True
+        err = err.__cause__
+    return False
+
+
+def _write(figure: Figure, output: Path) -> None:
+    from sharpdp.plots import save
+
+    save(figure, output)
+    console.print(f"wrote {output}", highlight=False, soft_wrap=True)
+
+
+Output = Annotated[Path, typer.Option("--output", "-o", help=_OUTPUT_HELP)]
+
+
+@plot_app.command("capacity")
+def capacity(
+    item: Annotated[str, typer.Argument(help="the item composed k times, e.g. exponential:0.025")],
+    output: Output,
+    budget: Annotated[str, typer.Option(help="the budget: approx:ε,δ or pure:ε")] = "approx:1,1e-6",
+    max_k: Annotated[int, typer.Option(help="the largest k drawn (from 1, log-spaced)")] = 10_000,
+    adaptive: Annotated[
+        bool,
+        typer.Option(
+            "--adaptive/--non-adaptive",
+            help="--non-adaptive: a batch fixed in advance (enables DDR20's optimal composition)",
+        ),
+    ] = True,
+) -> None:
+    """ε against the number of compositions under every analysis, and how many fit the budget.
+
+    Example: sharpdp plot capacity exponential:0.025 --budget approx:1,1e-6 -o capacity.png
+    """
+    target = _output(output)
+    if max_k < 1:
+        raise typer.BadParameter(f"--max-k: must be at least 1, got {max_k}")
+    with _reported():
+        g = parse_item(item)
+        b = parse_guarantee(budget, "--budget")
+        from sharpdp.plots.capacity import capacity as draw
+        from sharpdp.plots.capacity import default_ks
+
+        _write(draw(g, b, default_ks(max_k), adaptive=adaptive), target)
+
+
+@plot_app.command("profile")
+def profile(
+    plan: Annotated[Path, typer.Argument(help="a TOML or JSON plan of [[item]] tables")],
+    output: Output,
+    epsilons: Annotated[
+        str | None, typer.Option(help="the ε drawn, comma-separated (default: automatic)")
+    ] = None,
+) -> None:
+    """The privacy profile δ(ε) of a plan under every analysis, the sharpest marked.
+
+    Example: sharpdp plot profile plan.toml -o profile.svg
+    """
+    target = _output(output)
+    grid = None if epsilons is None else _numbers(epsilons, "--epsilons")
+    with _reported():
+        items, adaptive = parse_plan(plan)
+        from sharpdp.plots.profile import profile as draw
+
+        _write(draw(sdp.compose(items, adaptive), grid), target)
+
+
+@plot_app.command("renyi")
+def renyi(
+    items: Annotated[list[str], typer.Argument(help="one or more items, e.g. br:1 zcdp:0.125")],
+    output: Output,
+    zcdp: Annotated[bool, typer.Option(help="also draw each item's zCDP line ρα")] = False,
+    max_alpha: Annotated[float, typer.Option(help="the largest order α drawn")] = 1000.0,
+) -> None:
+    """Rényi-DP curves ε(α) of items (e.g. bounded range's exact curve against η²α/8).
+
+    Example: sharpdp plot renyi br:1 zcdp:0.125 -o renyi.png
+    """
+    target = _output(output)
+    if not (math.isfinite(max_alpha) and max_alpha > 1.0):
+        raise typer.BadParameter(f"--max-alpha: must be a finite order above 1, got {max_alpha}")
+    with _reported():
+        gs = [parse_item(text) for text in items]
+        import numpy as np
+
+        from sharpdp.plots.renyi import renyi as draw
+
+        alphas = np.geomspace(1.0, max_alpha, 121).tolist()
+        _write(draw(*gs, alphas=alphas, labels=items, zcdp=zcdp), target)
+
+
+@plot_app.command("budget")
+def budget(
+    ledger: Annotated[Path, typer.Argument(help="a ledger file", exists=True, dir_okay=False)],
+    output: Output,
+    analyst: Annotated[str | None, typer.Option(help="only this analyst")] = None,
+    period: Annotated[str | None, typer.Option(help="only this period")] = None,
+) -> None:
+    """Each analyst's privacy spent over time, against the budget, from a ledger.
+
+    Example: sharpdp plot budget ledger.sqlite -o spending.png
+    """
+    target = _output(output)
+    with _reported():
+        from sharpdp.plots.budget import budget as draw
+
+        _write(draw(ledger, analyst=analyst, period=period), target)

@@ -1,0 +1,175 @@
+"""``sharpdp plot``: the files written are valid PNG/SVG, and the figures hold the library's values.
+
+The figure each command draws is caught on its way to :func:`sharpdp.plots.save` and read back
+from its artists (lines by ``gid``); the expected values come from the library directly.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from typer.testing import CliRunner
+
+import sharpdp as sdp
+import sharpdp.cli.plot  # registers `plot` on the shared app
+from sharpdp.cli._common import app
+
+runner = CliRunner()
+
+PLAN = """
+[[item]]
+mechanism = "gaussian"
+sigma = 5
+count = 100
+
+[[item]]
+mechanism = "exponential"
+epsilon = 0.1
+monotonic = true
+count = 10
+"""
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
+    """The figures the commands save (they are still written)."""
+    figures: list[Figure] = []
+    save = sdp.plots.save
+
+    def keep(figure: Figure, path: Any, **kwargs: Any) -> Path:
+        figures.append(figure)
+        return save(figure, path, **kwargs)
+
+    monkeypatch.setattr(sdp.plots, "save", keep)
+    return figures
+
+
+def lines(fig: Figure) -> dict[str, Any]:
+    return {str(ln.get_gid()): ln for ax in fig.axes for ln in ax.get_lines() if ln.get_gid()}
+
+
+def invoke(*args: str) -> Any:
+    result = runner.invoke(app, ["plot", *args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def test_capacity_writes_a_png_of_the_library_values(tmp_path: Path, drawn: list[Figure]) -> None:
+    out = tmp_path / "capacity.png"
+    result = invoke(
+        "capacity", "exponential:0.025", "--budget", "approx:1,1e-6", "--max-k", "100",
+        "--non-adaptive", "-o", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out}" in result.output
+    data = out.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(data) > 5_000
+    (fig,) = drawn
+    ddr20 = lines(fig)["ddr20"]
+    ks = list(ddr20.get_xdata())
+    assert (ks[0], ks[-1]) == (1, 100)
+    for k, value in zip(ks, ddr20.get_ydata(), strict=True):
+        ex = sdp.compose([(sdp.Exponential(0.025), k)], adaptive=False).explain(delta=1e-6)
+        assert value == next(r.value for r in ex.rows if r.name == "ddr20")
+    assert list(lines(fig)["budget"].get_ydata()) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json"])
+def test_profile_of_a_plan_writes_an_svg(tmp_path: Path, drawn: list[Figure], suffix: str) -> None:
+    plan = tmp_path / f"plan{suffix}"
+    if suffix == ".toml":
+        plan.write_text(PLAN, encoding="utf-8")
+    else:
+        items = [
+            {"mechanism": "gaussian", "sigma": 5, "count": 100},
+            {"mechanism": "exponential", "epsilon": 0.1, "monotonic": True, "count": 10},
+        ]
+        plan.write_text(json.dumps({"item": items}), encoding="utf-8")
+    out = tmp_path / "profile.svg"
+    result = invoke("profile", str(plan), "--epsilons", "1,4,8", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    root = ET.parse(out).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    (fig,) = drawn
+    c = sdp.compose([(sdp.Gaussian(5.0), 100), (sdp.Exponential(0.1, monotonic=True), 10)])
+    winners = [c.explain(epsilon=e).winner.value for e in (1.0, 4.0, 8.0)]
+    np.testing.assert_array_equal(lines(fig)["sharpest"].get_ydata(), winners)
+    # each analysis' line is an element of the SVG, named by its gid
+    ids = {el.get("id") for el in root.iter()}
+    assert {"sharpest", "rdp", "pld"} <= ids
+
+
+def test_renyi_and_budget(tmp_path: Path, drawn: list[Figure]) -> None:
+    result = invoke(
+        "renyi", "br:1", "zcdp:0.125", "--max-alpha", "64", "-o", str(tmp_path / "r.png")
+    )
+    assert result.exit_code == 0, result.output
+    (fig,) = drawn
+    br = lines(fig)["renyi-0"]
+    alphas = br.get_xdata()
+    assert alphas[0] == 1.0
+    assert alphas[-1] == pytest.approx(64.0)
+    for a in alphas[::20]:
+        assert br.get_ydata()[list(alphas).index(a)] == sdp.BoundedRange(1.0).renyi(a)
+    ledger = tmp_path / "ledger.sqlite"
+    acc = sdp.Accountant(budget=sdp.ApproxDP(1.0, 1e-6), ledger=str(ledger), analyst="ann")
+    acc.spend(sdp.Gaussian(10.0))
+    acc.spend(sdp.Gaussian(10.0))
+    result = invoke("budget", str(ledger), "-o", str(tmp_path / "b.svg"))
+    assert result.exit_code == 0, result.output
+    spent = lines(drawn[1])["spent:ann:all:epsilon"]
+    with sdp.Ledger(ledger) as opened:
+        assert list(spent.get_ydata()) == [0.0, *(e.spent_after for e in opened.entries())]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["capacity", "exponential:0.1", "-o", "x.gif"], 2, "must end in .png or .svg"),
+        (["capacity", "expo:0.1", "-o", "x.png"], 2, "unknown item 'expo'"),
+        (["capacity", "gaussian:1,2", "-o", "x.png"], 2, "gaussian takes sigma"),
+        (["capacity", "gaussian:1", "--budget", "zcdp:1", "-o", "x.png"], 1, "ApproxDP or PureDP"),
+        (["capacity", "gaussian:-1", "-o", "x.png"], 1, "sigma"),
+        (["renyi", "br:nan", "-o", "x.png"], 2, "br takes eta"),
+        (["profile", "missing.toml", "-o", "x.png"], 2, "cannot read"),
+    ],
+)
+def test_bad_input_is_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], code: int, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["plot", *args])
+    if code is None:  # refused by the library (InvalidParameter) while parsing
+        assert isinstance(result.exception, sdp.InvalidParameter)
+        assert message in str(result.exception)
+    else:
+        assert result.exit_code == code
+        assert message in " ".join(result.output.split())
+    assert not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ('[[item]]\nmechanism = "nope"\n', "mechanism must be one of"),
+        ('[[item]]\nmechanism = "gaussian"\n', "gaussian needs sigma"),
+        ('[[item]]\nmechanism = "gaussian"\nsigma = 1\ncount = 0\n', "count must be a positive"),
+        ('[[item]]\nmechanism = "gaussian"\nsigma = 1\nnoise = 2\n', "gaussian takes sigma"),
+        ("adaptive = true\n", "no [[item]] tables"),
+        ("[[item]\n", "is not valid"),
+    ],
+)
+def test_bad_plans_are_named(tmp_path: Path, plan: str, message: str) -> None:
+    path = tmp_path / "plan.toml"
+    path.write_text(plan, encoding="utf-8")
+    result = runner.invoke(app, ["plot", "profile", str(path), "-o", str(tmp_path / "p.png")])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
