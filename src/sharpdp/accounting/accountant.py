@@ -430,8 +430,10 @@ class Accountant:
             docstring for when a spend fits each), or ``None`` to enforce the budget already
             recorded for the account.
         ledger: ``None`` for an in-memory ledger, a file path (created if missing, unless
-            ``budget`` is ``None``) or a :class:`~sharpdp.accounting.ledger.Ledger` (shared; not
-            closed by the accountant).
+            ``budget`` is ``None``), a ``postgresql://`` URL (a
+            :class:`~sharpdp.accounting.ledger.PostgresLedger`; its tables are created likewise)
+            or a :class:`~sharpdp.accounting.ledger.Ledger` (shared; not closed by the
+            accountant).
         analyst: the analyst whose spending this is (a non-empty string).
         period: the budget period label (default ``"all"``: a single all-time period). Use e.g.
             ``f"{date:%Y-%m}"`` for monthly budgets: each (analyst, period) is a separate account.

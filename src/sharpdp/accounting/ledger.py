@@ -8,6 +8,13 @@ Each budget row records an account's budget from then on, with the time and the 
 latest row is the account's budget, so the budget belongs to the ledger, not to whoever opens the
 account. The file format (schema version 2) is documented in ``docs/ledger.md``.
 
+Storage: an SQLite file (the default, :class:`Ledger`), or — for several server processes or
+machines — a PostgreSQL database (``Ledger("postgresql://...")`` returns a :class:`PostgresLedger`,
+whose storage is :mod:`sharpdp.accounting._postgres`; ``docs/ledger.md``, section "PostgreSQL").
+Both run the same logic below; the storage hooks (``_fetch``, ``_insert``, ``_begin``,
+``_commit``, ``_rollback``, ``_errors``) are all that differs. The guarantees below are SQLite's;
+PostgreSQL's are the same with a per-account advisory lock in place of ``BEGIN IMMEDIATE``.
+
 Guarantees (principle 6, "budget is durable"):
 
 * :meth:`Ledger.append` runs ``BEGIN IMMEDIATE`` → read every row of the account not yet seen
@@ -38,15 +45,23 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 from sharpdp import _validate
-from sharpdp._version import __version__
+from sharpdp.accounting._ledger_format import (
+    BUDGET_COLUMNS,
+    BUDGET_TRIGGER,
+    COLUMNS,
+    FORMAT_NAME,
+    SCHEMA_VERSION,
+    isoformat,
+    library_version,
+)
 from sharpdp.accounting._serialize import (
     dumps,
     from_description,
@@ -58,6 +73,9 @@ from sharpdp.accounting._serialize import (
 from sharpdp.errors import InvalidParameter, LedgerError, NumericalError
 from sharpdp.guarantees import Guarantee
 
+if TYPE_CHECKING:
+    from sharpdp.accounting._postgres import PostgresStore
+
 __all__ = [
     "FORMAT_NAME",
     "SCHEMA_VERSION",
@@ -65,6 +83,7 @@ __all__ = [
     "Entry",
     "History",
     "Ledger",
+    "PostgresLedger",
     "Reading",
     "dumps",
     "from_description",
@@ -74,38 +93,13 @@ __all__ = [
     "to_description",
 ]
 
-#: The value of ``meta.format`` in every sharpdp ledger.
-FORMAT_NAME = "sharpdp-ledger"
-#: The ledger schema version this library writes (it also reads, and migrates, version 1).
-SCHEMA_VERSION = 2
-
 Measure = Literal["epsilon", "rho"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
-_COLUMNS = (
-    "id",
-    "analyst",
-    "period",
-    "item",
-    "count",
-    "created_at",
-    "measure",
-    "at_delta",
-    "spent_after",
-    "budget",
-    "library_version",
-)
-
-_BUDGET_COLUMNS = (
-    "id",
-    "analyst",
-    "period",
-    "budget",
-    "created_at",
-    "reason",
-    "library_version",
-)
+_COLUMNS = COLUMNS
+_BUDGET_COLUMNS = BUDGET_COLUMNS
+_BUDGET_TRIGGER = BUDGET_TRIGGER
 
 # Version 1: meta, spends and its index. Statements are kept separate (a trigger body has ';').
 _SCHEMA_V1 = (
@@ -128,9 +122,6 @@ _SCHEMA_V1 = (
 )""",
     "CREATE INDEX spends_by_account ON spends (analyst, period, id)",
 )
-
-#: The name of the trigger that ties every new spend to its account's recorded budget.
-_BUDGET_TRIGGER = "spends_check_budget"
 
 # Version 2 adds these to version 1 (a new file runs both; a migration runs these).
 _SCHEMA_V2 = (
@@ -342,6 +333,11 @@ class _Account:
         return History(analyst, period, self.last_id, self.entries, self._published, self.budget)
 
 
+def is_postgres_url(target: str) -> bool:
+    """Whether ``target`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return target.startswith(("postgresql://", "postgres://"))
+
+
 def account_name(name: str, value: object) -> str:
     """Validate an analyst or period label: a non-empty string."""
     if not isinstance(value, str) or not value:
@@ -354,7 +350,8 @@ class Ledger:
 
     Args:
         path: the ledger file, or ``None`` (or ``":memory:"``) for an in-memory ledger that uses
-            the same code path and lives as long as this object.
+            the same code path and lives as long as this object. A ``postgresql://`` (or
+            ``postgres://``) URL opens a :class:`PostgresLedger` instead (same interface).
         create: create the file when it does not exist (``False``: raise :class:`LedgerError`
             instead, so that a mistyped path never starts a fresh budget).
         timeout: seconds to wait for another writer's lock before raising :class:`LedgerError`.
@@ -367,7 +364,19 @@ class Ledger:
             version, or cannot be opened; the file is left untouched.
     """
 
-    __slots__ = ("_accounts", "_conn", "_decoded", "_lock", "_path")
+    __slots__ = ("_accounts", "_conn", "_decoded", "_label", "_lock", "_path")
+
+    def __new__(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        timeout: float = 30.0,
+    ) -> Self:
+        # A ``postgresql://`` URL selects the PostgreSQL storage (the same interface and logic).
+        if cls is Ledger and isinstance(path, str) and is_postgres_url(path):
+            return cast(Self, object.__new__(PostgresLedger))
+        return object.__new__(cls)
 
     def __init__(
         self,
@@ -379,11 +388,8 @@ class Ledger:
         seconds = _validate.nonnegative("timeout", timeout)
         if not isinstance(create, bool):
             raise InvalidParameter(f"create must be a bool, got {create!r}")
-        self._lock = threading.RLock()
-        self._accounts: dict[tuple[str, str], _Account] = {}
-        self._decoded: dict[str, Guarantee] = {}
         if path is None or (isinstance(path, str) and path == ":memory:"):
-            self._path: str | None = None
+            self._init_state(None, repr(None))
             self._conn = _connect(":memory:", seconds, uri=False)
             try:
                 _initialise(self._conn)
@@ -394,12 +400,13 @@ class Ledger:
         else:
             if not isinstance(path, str | os.PathLike):
                 raise InvalidParameter(f"path must be a file path or None, got {path!r}")
-            self._path = os.path.abspath(os.fspath(path))
-            if not os.path.lexists(self._path):
+            absolute = os.path.abspath(os.fspath(path))
+            self._init_state(absolute, repr(absolute))
+            if not os.path.lexists(absolute):
                 if not create:
-                    raise LedgerError(f"ledger {self._path!r} does not exist (create=False)")
-                _create_file(self._path)
-            self._conn, version = _open_file(self._path, seconds)
+                    raise LedgerError(f"ledger {absolute!r} does not exist (create=False)")
+                _create_file(absolute)
+            self._conn, version = _open_file(absolute, seconds)
         try:
             self._validate_rows(version)
             self._conn.execute("PRAGMA synchronous = FULL")
@@ -408,6 +415,14 @@ class Ledger:
         except BaseException:
             self._conn.close()
             raise
+
+    def _init_state(self, path: str | None, label: str) -> None:
+        """The storage-independent state: the lock, the account cache, the decoded texts."""
+        self._path = path
+        self._label = label  # names the ledger in messages: ``ledger {label}: ...``
+        self._lock = threading.RLock()
+        self._accounts: dict[tuple[str, str], _Account] = {}
+        self._decoded: dict[str, Guarantee] = {}
 
     # -- lifecycle --------------------------------------------------------------------------------
     @property
@@ -461,8 +476,7 @@ class Ledger:
         where, args = _filter(analyst, period)
         sql = f"SELECT {', '.join(_BUDGET_COLUMNS)} FROM budgets{where} ORDER BY id"
         with self._lock, self._errors("read"):
-            rows = self._conn.execute(sql, args).fetchall()
-            return tuple(self._budget_record(row) for row in rows)
+            return tuple(self._budget_record(row) for row in self._fetch(sql, args))
 
     def entries(self, analyst: str | None = None, period: str | None = None) -> tuple[Entry, ...]:
         """Every recorded spend, in commit order, optionally of one analyst and/or one period.
@@ -473,15 +487,15 @@ class Ledger:
         where, args = _filter(analyst, period)
         sql = f"SELECT {', '.join(_COLUMNS)} FROM spends{where} ORDER BY id"
         with self._lock, self._errors("read"):
-            return tuple(self._entry(row) for row in self._conn.execute(sql, args).fetchall())
+            return tuple(self._entry(row) for row in self._fetch(sql, args))
 
     def accounts(self) -> tuple[tuple[str, str], ...]:
         """The (analyst, period) pairs that have a recorded budget or at least one spend, sorted."""
         with self._lock, self._errors("read"):
-            rows = self._conn.execute(
+            rows = self._fetch(
                 "SELECT analyst, period FROM spends UNION SELECT analyst, period FROM budgets "
                 "ORDER BY analyst, period"
-            ).fetchall()
+            )
         return tuple((str(a), str(p)) for a, p in rows)
 
     # -- writing ----------------------------------------------------------------------------------
@@ -524,7 +538,7 @@ class Ledger:
         version = _library_version()
         with self._lock:
             with self._errors("begin a spend on"):
-                self._conn.execute("BEGIN IMMEDIATE")
+                self._begin(a, p)
             try:
                 with self._errors("record a spend in"):
                     account = self._refresh(a, p)
@@ -539,7 +553,7 @@ class Ledger:
                     raise InvalidParameter(f"decide must return a Reading, got {reading!r}")
                 stamp = datetime.now(UTC)
                 with self._errors("record a spend in"):
-                    cursor = self._conn.execute(
+                    row_id = self._insert(
                         "INSERT INTO spends (analyst, period, item, count, created_at, measure, "
                         "at_delta, spent_after, budget, library_version) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -556,10 +570,7 @@ class Ledger:
                             version,
                         ),
                     )
-                    row_id = cursor.lastrowid
-                    if row_id is None:
-                        raise LedgerError(f"{self!r}: SQLite reported no row id for the spend")
-                    self._conn.execute("COMMIT")
+                    self._commit()
             except BaseException:
                 self._rollback()
                 raise
@@ -649,7 +660,7 @@ class Ledger:
         version = _library_version()
         with self._lock:
             with self._errors("begin recording a budget in"):
-                self._conn.execute("BEGIN IMMEDIATE")
+                self._begin(analyst, period)
             try:
                 with self._errors("record a budget in"):
                     account = self._refresh(analyst, period)
@@ -660,15 +671,12 @@ class Ledger:
                     check(account.snapshot(analyst, period))
                 stamp = datetime.now(UTC)
                 with self._errors("record a budget in"):
-                    cursor = self._conn.execute(
+                    row_id = self._insert(
                         "INSERT INTO budgets (analyst, period, budget, created_at, reason, "
                         "library_version) VALUES (?, ?, ?, ?, ?, ?)",
                         (analyst, period, text, _isoformat(stamp), reason, version),
                     )
-                    row_id = cursor.lastrowid
-                    if row_id is None:
-                        raise LedgerError(f"{self!r}: SQLite reported no row id for the budget")
-                    self._conn.execute("COMMIT")
+                    self._commit()
             except BaseException:
                 self._rollback()
                 raise
@@ -676,7 +684,34 @@ class Ledger:
             account.budget, account.budget_text = record, text
         return record
 
+    # -- storage hooks: SQLite here; PostgresLedger overrides exactly these -------------------------
+    # Every statement of the shared logic goes through them, written with ``?`` placeholders.
+
+    def _fetch(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement and return its rows."""
+        return self._conn.execute(sql, tuple(args)).fetchall()
+
+    def _insert(self, sql: str, args: Sequence[object]) -> int:
+        """Run one ``INSERT`` of one row and return its new ``id``."""
+        row_id = self._conn.execute(sql, tuple(args)).lastrowid
+        if row_id is None:
+            raise LedgerError(f"{self!r}: SQLite reported no row id for the insert")
+        return row_id
+
+    def _begin(self, analyst: str, period: str) -> None:
+        """Start a write transaction in which no other writer of the account can commit.
+
+        SQLite: ``BEGIN IMMEDIATE`` takes the file's write lock (every account of the file),
+        waiting up to ``timeout``.
+        """
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def _commit(self) -> None:
+        """Commit the write transaction durably."""
+        self._conn.execute("COMMIT")
+
     def _rollback(self) -> None:
+        """Roll back the write transaction, if one is open (never raises)."""
         if self._conn.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
@@ -705,7 +740,7 @@ class Ledger:
                 item = loads(text)
             except InvalidParameter as err:
                 raise LedgerError(
-                    f"ledger {self._path!r}: row {row_id} has an unreadable {what}: {err}"
+                    f"ledger {self._label}: row {row_id} has an unreadable {what}: {err}"
                 ) from err
             if len(self._decoded) >= _DECODE_CACHE_LIMIT:
                 self._decoded.clear()
@@ -717,24 +752,25 @@ class Ledger:
         account = self._accounts.get((analyst, period))
         last = 0 if account is None else account.last_id
         last_budget = 0 if account is None or account.budget is None else account.budget.id
-        rows = self._conn.execute(
+        rows = self._fetch(
             "SELECT id, item, count FROM spends WHERE analyst = ? AND period = ? AND id > ? "
             "ORDER BY id",
             (analyst, period, last),
-        ).fetchall()
-        budget_row = self._conn.execute(
+        )
+        budget_rows = self._fetch(
             f"SELECT {', '.join(_BUDGET_COLUMNS)} FROM budgets "
             "WHERE analyst = ? AND period = ? AND id > ? ORDER BY id DESC LIMIT 1",
             (analyst, period, last_budget),
-        ).fetchone()
+        )
+        budget_row = budget_rows[0] if budget_rows else None
         if account is not None and not rows and budget_row is None:
             return account
         decoded: list[tuple[int, Guarantee, int]] = []
         for row_id, text, count in rows:
             if not isinstance(text, str) or isinstance(count, bool) or not isinstance(count, int):
-                raise LedgerError(f"ledger {self._path!r}: row {row_id} has malformed columns")
+                raise LedgerError(f"ledger {self._label}: row {row_id} has malformed columns")
             if count < 1:
-                raise LedgerError(f"ledger {self._path!r}: row {row_id} has count {count} < 1")
+                raise LedgerError(f"ledger {self._label}: row {row_id} has count {count} < 1")
             decoded.append((row_id, self._decode(text, "item description", row_id), count))
         record = None if budget_row is None else self._budget_record(budget_row)
         if account is None:
@@ -742,7 +778,7 @@ class Ledger:
             self._accounts[(analyst, period)] = account
         for row_id, item, count in decoded:
             account.add(row_id, item, count)
-        if record is not None:
+        if record is not None and budget_row is not None:
             account.budget, account.budget_text = record, str(budget_row[3])
         return account
 
@@ -751,7 +787,7 @@ class Ledger:
             stamp = datetime.fromisoformat(str(created))
         except ValueError as err:
             raise LedgerError(
-                f"ledger {self._path!r}: {table} row {row_id} has a bad timestamp"
+                f"ledger {self._label}: {table} row {row_id} has a bad timestamp"
             ) from err
         return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp
 
@@ -759,7 +795,7 @@ class Ledger:
         row_id, analyst, period, budget, created, reason, version = row
         rid = int(row_id)  # type: ignore[call-overload]
         if not (isinstance(budget, str) and isinstance(reason, str) and reason):
-            raise LedgerError(f"ledger {self._path!r}: budgets row {rid} has malformed columns")
+            raise LedgerError(f"ledger {self._label}: budgets row {rid} has malformed columns")
         return BudgetRecord(
             rid,
             str(analyst),
@@ -804,24 +840,26 @@ class Ledger:
         with self._errors("read"):
             bad = self._conn.execute(_BAD_ROWS).fetchone()
             if bad is not None:
-                raise LedgerError(f"ledger {self._path!r}: row {bad[0]} has malformed columns")
-            for what, column in (("item description", "item"), ("budget description", "budget")):
-                rows = self._conn.execute(
-                    f"SELECT MIN(id), {column} FROM spends GROUP BY {column}"
-                ).fetchall()
-                for row_id, text in rows:
-                    self._decode(text, what, row_id)
+                raise LedgerError(f"ledger {self._label}: row {bad[0]} has malformed columns")
             if version >= 2:
                 bad = self._conn.execute(_BAD_BUDGET_ROWS).fetchone()
                 if bad is not None:
                     raise LedgerError(
-                        f"ledger {self._path!r}: budgets row {bad[0]} has malformed columns"
+                        f"ledger {self._label}: budgets row {bad[0]} has malformed columns"
                     )
-                rows = self._conn.execute(
-                    "SELECT MIN(id), budget FROM budgets GROUP BY budget"
-                ).fetchall()
-                for row_id, text in rows:
-                    self._decode(text, "budget description (budgets table)", row_id)
+            self._check_descriptions(budgets=version >= 2)
+
+    def _check_descriptions(self, *, budgets: bool) -> None:
+        """Every distinct description must decode (spends' items and budgets; ``budgets``: also
+        the budgets table's). Raises :class:`LedgerError` naming the first bad row."""
+        for what, column in (("item description", "item"), ("budget description", "budget")):
+            rows = self._fetch(f"SELECT MIN(id), {column} FROM spends GROUP BY {column}")
+            for row_id, text in rows:
+                self._decode(text, what, row_id)
+        if budgets:
+            rows = self._fetch("SELECT MIN(id), budget FROM budgets GROUP BY budget")
+            for row_id, text in rows:
+                self._decode(text, "budget description (budgets table)", row_id)
 
     def _migrate(self) -> None:
         """Migrate a validated schema-1 file to schema 2, in one transaction (all or nothing).
@@ -904,6 +942,117 @@ class Ledger:
         return seeds
 
 
+class PostgresLedger(Ledger):
+    """A durable ledger in a PostgreSQL database, shared safely by processes on many machines.
+
+    ``Ledger(url)`` with a ``postgresql://`` (or ``postgres://``) URL returns one of these, and an
+    :class:`~sharpdp.accounting.accountant.Accountant` accepts the URL as its ``ledger``. It *is*
+    a :class:`Ledger`: the same methods, caching, descriptions and ``decide``/``check`` protocol;
+    only the storage hooks differ (``sharpdp.accounting._postgres``; needs the ``postgres``
+    extra, i.e. psycopg 3). The tables mirror the SQLite file's (schema version 2); see
+    ``docs/ledger.md``, section "PostgreSQL".
+
+    Guarantees: every write transaction takes the account's transaction-level advisory lock
+    (``pg_advisory_xact_lock``) under READ COMMITTED before reading the account, so writers of
+    one account serialise (on any machine) and each decision sees every committed spend and the
+    budget in force; other accounts proceed in parallel. ``synchronous_commit = on``: a spend is
+    flushed to the server's WAL before :meth:`append` returns. A trigger refuses any spend that
+    does not name its account's recorded budget. Opening checks the tables and every description
+    read-only; ``create=True`` creates missing tables in one transaction (concurrent creators
+    agree on one ledger). Row ids increase in commit order per account (not across accounts).
+
+    Args:
+        path: a libpq URL, e.g. ``postgresql://sharpdp@db.internal:5432/privacy``. The tables
+            live in the connection's current schema (``?options=-csearch_path%3Dname`` chooses
+            another). The password, if any, never appears in messages, :attr:`path` or ``repr``.
+        create: create the ledger's tables when the database has none (``False``: raise
+            :class:`LedgerError`). The database itself must exist.
+        timeout: seconds to wait for another writer's account lock (``lock_timeout``) and to
+            connect, before raising :class:`LedgerError`.
+
+    Raises:
+        LedgerError: psycopg is not installed, the server cannot be reached, or the database
+            holds ledger tables that are not a valid sharpdp ledger of a known schema version;
+            nothing is written.
+    """
+
+    __slots__ = ("_store",)
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        timeout: float = 30.0,
+    ) -> None:
+        if not (isinstance(path, str) and is_postgres_url(path)):
+            raise InvalidParameter(f"path must be a postgresql:// or postgres:// URL, got {path!r}")
+        seconds = _validate.nonnegative("timeout", timeout)
+        if not isinstance(create, bool):
+            raise InvalidParameter(f"create must be a bool, got {create!r}")
+        try:
+            from sharpdp.accounting._postgres import PostgresStore, redact
+        except ModuleNotFoundError as err:
+            if (err.name or "").partition(".")[0] != "psycopg":
+                raise
+            raise LedgerError(
+                "a postgresql:// ledger needs the psycopg driver: pip install 'sharpdp[postgres]'"
+            ) from err
+        shown = redact(path)
+        self._init_state(shown, repr(shown))
+        self._store: PostgresStore = PostgresStore(path, shown, seconds)
+        try:
+            with self._errors("open"):
+                if not self._store.tables():
+                    if not create:
+                        raise LedgerError(
+                            f"ledger {shown!r} does not exist: the database has no sharpdp "
+                            "ledger tables (create=False)"
+                        )
+                    self._store.create()
+                self._store.check()
+                self._check_descriptions(budgets=True)
+        except BaseException:
+            self._store.close()
+            raise
+
+    @property
+    def path(self) -> str | None:
+        """The ledger's URL, without its password."""
+        return self._path
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._store.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresLedger({self._path!r})"
+
+    # -- storage hooks: PostgreSQL ----------------------------------------------------------------
+    def _fetch(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return self._store.fetch(sql, args)
+
+    def _insert(self, sql: str, args: Sequence[object]) -> int:
+        return self._store.insert(sql, args)
+
+    def _begin(self, analyst: str, period: str) -> None:
+        """``BEGIN ISOLATION LEVEL READ COMMITTED`` and take the account's advisory lock."""
+        self._store.begin_account(analyst, period)
+
+    def _commit(self) -> None:
+        self._store.commit()
+
+    def _rollback(self) -> None:
+        self._store.rollback()
+
+    @contextlib.contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Turn PostgreSQL failures into LedgerError naming the ledger."""
+        with self._store.errors(action, repr(self)):
+            yield
+
+
 def _same(a: Guarantee, b: Guarantee) -> bool:
     """Whether two budgets are the same (same type and parameters)."""
     return type(a) is type(b) and a == b
@@ -915,8 +1064,8 @@ def _reason(reason: object) -> str:
     return reason
 
 
-def _isoformat(stamp: datetime) -> str:
-    return stamp.isoformat(timespec="microseconds")
+_isoformat = isoformat
+_library_version = library_version
 
 
 def _filter(analyst: str | None, period: str | None) -> tuple[str, list[str]]:
@@ -932,10 +1081,6 @@ def _filter(analyst: str | None, period: str | None) -> tuple[str, list[str]]:
 
 
 # -- opening and creating files -------------------------------------------------------------------
-
-
-def _library_version() -> str:
-    return __version__
 
 
 def _connect(target: str, timeout: float, *, uri: bool) -> sqlite3.Connection:
