@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sharpdp._format import exact, html_table, upper
 from sharpdp.errors import NotImplied
 
 __all__ = ["Explanation", "Row"]
@@ -69,21 +70,45 @@ class Explanation:
     def _ranked(self) -> list[Row]:
         return [r for r in self.rows if r.value is not None and r.ranked]
 
-    def __str__(self) -> str:
+    def _title(self) -> str:
         if self.title:
-            lines = [self.title]
-        else:
-            given = "δ" if self.quantity == "epsilon" else "ε"
-            at = f" at {given} = {self.at:g}" if self.at is not None else ""
-            lines = [f"{self.quantity}{at}:"]
+            return self.title
+        given = "δ" if self.quantity == "epsilon" else "ε"
+        at = f" at {given} = {exact(self.at)}" if self.at is not None else ""
+        return f"{self.quantity}{at}:"
+
+    def _cells(self) -> list[tuple[str, str, str, str, str]]:
+        """(mark, name, value, theorem, note) per row; values are upper bounds, rounded up."""
         win = self.winner if self._ranked() else None
+        return [
+            (
+                "*" if r is win else "",
+                r.name,
+                upper(r.value) if r.value is not None else "n/a",
+                r.theorem,
+                r.note,
+            )
+            for r in self.rows
+        ]
+
+    def __str__(self) -> str:
+        lines = [self._title()]
         width = max([9, *(len(r.name) for r in self.rows)])
-        for r in self.rows:
-            mark = "*" if r is win else " "
-            val = f"{r.value:.6g}" if r.value is not None else "n/a"
-            extra = f"  ({r.note})" if r.note else ""
-            lines.append(f" {mark} {r.name:<{width}} {val:>12}  {r.theorem}{extra}")
+        for mark, name, value, theorem, note in self._cells():
+            extra = f"  ({note})" if note else ""
+            lines.append(f" {mark or ' '} {name:<{width}} {value:>12}  {theorem}{extra}")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the rows of ``str()`` as a table, the winner in bold."""
+        cells = self._cells()
+        return html_table(
+            cells,
+            header=("", "analysis", "value", "theorem", "note"),
+            caption=self._title(),
+            right=(2,),
+            strong=[i for i, c in enumerate(cells) if c[0] == "*"],
+        )
 
 
 def _value(row: Row) -> float:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from sharpdp import _divergences, _math, _tails, _validate
+from sharpdp import _divergences, _format, _math, _tails, _validate
 from sharpdp._explain import Explanation, Row
 from sharpdp.errors import InvalidParameter, NoExplicitBound, NotImplied, SharpDPError
 from sharpdp.guarantees import (
@@ -161,14 +161,14 @@ _MAIN_VALUE: dict[type[Guarantee], tuple[str, Callable[[Any], float]]] = {
 
 
 def _remark(g: Guarantee) -> str:
-    """The parameters of a result that its main value does not show."""
+    """The parameters of a result that its main value does not show (bounds: rounded up)."""
     parts = []
     if isinstance(g, ZCDP | ApproxZCDP) and g.xi != 0.0:
-        parts.append(f"xi={g.xi:.6g}")
+        parts.append(f"xi={_format.upper(g.xi)}")
     if isinstance(g, ApproxZCDP):
-        parts.append(f"delta={g.delta_:.6g}")
+        parts.append(f"delta={_format.upper(g.delta_)}")
     if isinstance(g, MCDP):
-        parts.append(f"mu={g.mu:.6g}")
+        parts.append(f"mu={_format.upper(g.mu)}")
     return ", ".join(parts)
 
 

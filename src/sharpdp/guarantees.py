@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any, ClassVar, Self
 
 from sharpdp import _divergences, _math, _tails, _validate
+from sharpdp._format import html_table
 from sharpdp.errors import (
     InvalidParameter,
     NoExplicitBound,
@@ -130,6 +131,7 @@ class Guarantee:
     not replace it). It shows the constructor's required parameters and only those optional ones
     whose value differs from their default, e.g. ``Laplace(scale=2.0)``; a subclass whose default
     is resolved at construction (the release grid of ``Laplace``) says so in :meth:`_repr_default`.
+    In Jupyter, :meth:`_repr_html_` shows the same parameters as a small table.
     """
 
     __slots__ = ()
@@ -143,13 +145,27 @@ class Guarantee:
             cls.__repr__ = Guarantee.__repr__  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
+        shown = ", ".join(f"{parameter}={value!r}" for parameter, value in self._shown())
+        return f"{type(self).__name__}({shown})"
+
+    def _shown(self) -> list[tuple[str, object]]:
+        """(parameter, value) of each parameter :meth:`__repr__` shows."""
         shown = []
         for parameter, attribute, default in _repr_parameters(type(self)):
             value = getattr(self, attribute)
             if default is not _REQUIRED and _same(value, self._repr_default(parameter, default)):
                 continue
-            shown.append(f"{parameter}={value!r}")
-        return f"{type(self).__name__}({', '.join(shown)})"
+            shown.append((parameter, value))
+        return shown
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the content of ``str()`` (the ``repr``) as a small table, one parameter per
+        row, each value exactly as ``repr`` shows it (parameters are not bounds: no rounding)."""
+        caption = f"{type(self).__name__} ({self.notion})"
+        if type(self).__repr__ is not Guarantee.__repr__:  # a class with its own repr
+            return html_table([[repr(self)]], caption=caption)
+        rows = [[parameter, repr(value)] for parameter, value in self._shown()]
+        return html_table(rows, header=("parameter", "value"), caption=caption, right=(1,))
 
     def _repr_default(self, parameter: str, default: object) -> object:
         """The value a parameter left at ``default`` is stored as (hook for :meth:`__repr__`)."""
@@ -314,8 +330,8 @@ class ApproxDP(Guarantee):
         if self.delta_ == 0.0:
             return ApproxDP(_math.float_up(Fraction(e) * k), 0.0)
         # log Σ_{i<k} e^{iε} = (k − 1)ε + log((1 − e^{−kε})/(1 − e^{−ε})) (= log k at ε = 0)
-        log_sum = math.log(k) if e == 0.0 else (k - 1) * e + math.log(
-            math.expm1(-k * e) / math.expm1(-e)
+        log_sum = (
+            math.log(k) if e == 0.0 else (k - 1) * e + math.log(math.expm1(-k * e) / math.expm1(-e))
         )
         log_d = math.log(self.delta_) + log_sum
         # log, expm1 and the products err by a few ulps each: rounded up by 1e-12 absolute

@@ -41,7 +41,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from sharpdp import _validate
+from sharpdp import _format, _validate
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.guarantees import BoundedRange, Guarantee
 from sharpdp.mechanisms._samplers import RNGLike, as_generator
@@ -154,14 +154,15 @@ class SampleReport:
 
     def __str__(self) -> str:
         text = (
-            f"ε ≥ {self.epsilon_lower:.6g} (δ = {self.delta:g}) with confidence {self.confidence:g}; "
+            f"ε ≥ {_format.lower(self.epsilon_lower)} (δ = {self.delta:g}) with confidence "
+            f"{self.confidence:g}; "
             f"event {_describe(self.event)} likelier under {self.likelier}, estimation counts "
             f"{self.counts[0]}/{self.n_estimation} vs {self.counts[1]}/{self.n_estimation}; "
             f"n = {self.n} per input, {self.seconds:.3g} s"
         )
         if self.claimed_epsilon is not None:
             verdict = "REFUTED" if self.refuted else "not refuted"
-            text += f"; claim {self.claim!r} (ε = {self.claimed_epsilon:.6g}): {verdict}"
+            text += f"; claim {self.claim!r} (ε = {_format.upper(self.claimed_epsilon)}): {verdict}"
         return text
 
 
@@ -205,7 +206,8 @@ class RangeSampleReport:
 
     def __str__(self) -> str:
         text = (
-            f"bounded-range spread ≥ {self.spread_lower:.6g} with confidence {self.confidence:g}; "
+            f"bounded-range spread ≥ {_format.lower(self.spread_lower)} with confidence "
+            f"{self.confidence:g}; "
             f"events {_describe(self.event_high)} / {_describe(self.event_low)}; "
             f"n = {self.n} per input, {self.seconds:.3g} s"
         )

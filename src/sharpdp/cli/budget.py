@@ -14,17 +14,18 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 import sharpdp as sdp
-from sharpdp import conversions
 from sharpdp._format import lower, upper
-from sharpdp.accounting.ledger import Entry, Ledger
 from sharpdp.cli._common import Digits, app, console, emit_json, working
+
+if TYPE_CHECKING:  # the accounting layer loads when the command runs, not with the command line
+    from sharpdp.accounting.ledger import Entry, Ledger
 
 __all__ = ["Cost", "budget", "spend_cost"]
 
@@ -61,7 +62,7 @@ def spend_cost(item: sdp.Guarantee, count: int, measure: str, at_delta: float | 
         (1.0, 'bs16-prop1.6')
     """
     if measure == "rho":
-        explanation = conversions.explain(item, sdp.ZCDP)
+        explanation = sdp.conversions.explain(item, sdp.ZCDP)
         row = explanation.winner
         z = sdp.convert(item, sdp.ZCDP)
         return Cost(_up(count * Fraction(z.rho)), row.name, row.theorem)
@@ -162,6 +163,8 @@ def budget(
 
     Example: sharpdp budget budget.sqlite --analyst ana
     """
+    from sharpdp.accounting.ledger import Ledger
+
     with Ledger(ledger, create=False) as book:
         accounts = [
             (a, p)

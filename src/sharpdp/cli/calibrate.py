@@ -31,7 +31,6 @@ from rich.markup import escape
 import sharpdp as sdp
 from sharpdp._format import lower, upper
 from sharpdp.cli._common import Digits, app, console, emit_json, parse_guarantee, working
-from sharpdp.mechanisms.calibration import classical_gaussian_sigma
 
 __all__ = ["Classical", "Family", "calibrate", "classical_rule"]
 
@@ -114,6 +113,8 @@ def classical_rule(
                 sigma = sensitivity * math.sqrt(2.0 * math.log(1.25 / d)) / e
                 note = f"Thm A.1 is proved only for ε < 1, not ε = {e!r}"
                 return Classical(sigma, _GAUSS, False, note)
+            from sharpdp.mechanisms.calibration import classical_gaussian_sigma
+
             return Classical(classical_gaussian_sigma(e, d, sensitivity), _GAUSS)
         if rho is not None and rho > 0.0:
             theorem = "Bun–Steinke 2016 Prop 1.6" if family is Family.GAUSSIAN else "CKS20 Thm 4"

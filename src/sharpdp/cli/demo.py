@@ -14,16 +14,17 @@ import math
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
-import pandas as pd
 import typer
 from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp._format import lower, upper
 from sharpdp.cli._common import app, console, parse_guarantee
+
+if TYPE_CHECKING:  # pandas and the data layer load when the demo runs, not with the command line
+    import pandas as pd
 
 __all__ = ["classical_epsilon", "demo"]
 
@@ -181,6 +182,8 @@ class _Demo:
         out = r.to_pandas(level=0.95)
         # the data the mechanism saw, one flight per aircraft (a demo may look: this is not private)
         ((cells, rows),) = q.histograms().values()
+        import numpy as np
+
         half = int(np.searchsorted(np.cumsum(rows), rows.sum() / 2))
         bounded = (float(cells[half]) + 0.5) * 700 / q.mechanism.cells
         console.print(

@@ -52,12 +52,24 @@ plot_app = typer.Typer(
 )
 app.add_typer(plot_app, name="plot")
 
+
+def _mechanism(name: str) -> Callable[..., sdp.Guarantee]:
+    """``sdp.<name>``, looked up when called: the mechanisms (and numpy) load when an item is
+    built, not when the command line starts."""
+
+    def build(*args: Any, **kwargs: Any) -> sdp.Guarantee:
+        factory: Callable[..., sdp.Guarantee] = getattr(sdp, name)
+        return factory(*args, **kwargs)
+
+    return build
+
+
 #: Items by the name used on the command line and in plans: (constructor, parameter names).
 ITEMS: dict[str, tuple[Callable[..., sdp.Guarantee], tuple[str, ...]]] = {
-    "gaussian": (sdp.Gaussian, ("sigma",)),
-    "laplace": (sdp.Laplace, ("scale",)),
-    "exponential": (sdp.Exponential, ("epsilon",)),
-    "rr": (sdp.RandomizedResponse, ("epsilon",)),
+    "gaussian": (_mechanism("Gaussian"), ("sigma",)),
+    "laplace": (_mechanism("Laplace"), ("scale",)),
+    "exponential": (_mechanism("Exponential"), ("epsilon",)),
+    "rr": (_mechanism("RandomizedResponse"), ("epsilon",)),
     "pure": (sdp.PureDP, ("epsilon",)),
     "approx": (sdp.ApproxDP, ("epsilon", "delta")),
     "zcdp": (sdp.ZCDP, ("rho",)),

@@ -26,7 +26,7 @@ import typer
 from rich.table import Table
 
 import sharpdp as sdp
-from sharpdp._format import lower, upper
+from sharpdp._format import upper
 from sharpdp.cli._common import app, console, parse_guarantee
 
 __all__ = ["query"]
@@ -227,17 +227,11 @@ def query(
             )
         )
         return
+    from sharpdp.data.release import format_cell  # (loaded by the query already)
+
     table = Table(*[str(c) for c in frame.columns], title=explanation.query)
-    for _, row in frame.iterrows():
-        cells = []
-        for name, value in row.items():
-            if name == "lower" and isinstance(value, float):
-                cells.append(lower(value))
-            elif name == "upper" and isinstance(value, float):
-                cells.append(upper(value))
-            else:
-                cells.append(str(value))
-        table.add_row(*cells)
+    for _, row in frame.iterrows():  # bounds rounded outward: lower down, upper/rank_error up
+        table.add_row(*(format_cell(str(name), value) for name, value in row.items()))
     console.print(table)
     console.print(
         f"cost ε = {upper(explanation.cost, 4)} ({explanation.route}); "

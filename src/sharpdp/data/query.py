@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import sharpdp as sdp
-from sharpdp._format import lower, upper
+from sharpdp._format import exact, html_table, lower, upper
 from sharpdp.data._noise import expected_abs
 from sharpdp.errors import NotImplied
 from sharpdp.mechanisms._samplers import RNGLike, as_generator
@@ -71,12 +71,13 @@ class Bounding:
             lo, hi = self.clamp
             if self.clamp_per == "person":
                 parts.append(
-                    f"every row counts; each person's total per key clamped to [{lo:g}, {hi:g}]"
+                    f"every row counts; each person's total per key clamped to "
+                    f"[{exact(lo)}, {exact(hi)}]"
                 )
             else:
-                parts.append(f"values clamped per row to [{lo:g}, {hi:g}]")
+                parts.append(f"values clamped per row to [{exact(lo)}, {exact(hi)}]")
         if self.step is not None and self.step != 1.0:
-            parts.append(f"rounded to multiples of {self.step:g}")
+            parts.append(f"rounded to multiples of {exact(self.step)}")
         return "; ".join(parts) + f" (kept by a seeded hash of unit ‖ key, salt {self.salt})"
 
 
@@ -117,29 +118,41 @@ class Statistic:
         return None if self.sensitivity is None else math.sqrt(self.copies) * self.sensitivity
 
     def describe(self) -> str:
-        """One line: mechanism, noise, sensitivities and route."""
+        """One line: mechanism, noise, sensitivities and route.
+
+        The mechanism's parameters are shown exactly (its ``repr``); the numbers repeated in
+        words are bounds: the noise scale rounded down (there is at least that much noise), the
+        expected error E|Z| and the sensitivities rounded up.
+        """
+        return f"{self.name}: {self._summary()}\n      ({self.route})"
+
+    def _summary(self) -> str:
+        """:meth:`describe` without the name and the route."""
         m = self.mechanism
         noise = ""
         if isinstance(m, sdp.DiscreteLaplace | sdp.DiscreteGaussian):
             if isinstance(m, sdp.DiscreteLaplace):
-                noise = f"discrete Laplace, scale {float(Fraction(m.scale)):.6g}"
+                noise = f"discrete Laplace, scale {_down(Fraction(m.scale))}"
             else:
-                noise = f"discrete Gaussian, σ {float(Fraction(m.sigma)):.6g}"
+                noise = f"discrete Gaussian, σ {_down(Fraction(m.sigma))}"
             e_abs = expected_abs(m)
-            noise += f", E|Z| = {e_abs:.4g}"
+            noise += f", E|Z| = {upper(e_abs, 4)}"
             if self.unit != 1.0:
-                noise += f" steps of {self.unit:g} (E|Z|·step = {e_abs * self.unit:.4g})"
+                product = _float_up(Fraction(e_abs) * Fraction(self.unit))
+                noise += f" steps of {exact(self.unit)} (E|Z|·step = {upper(product, 4)})"
         if self.detail is not None:
             sens = self.detail
         elif self.sensitivity is None:
             sens = ""
         elif self.selection:
-            sens = f"score range {self.sensitivity:g} (monotonic)"
+            sens = f"score range {upper(self.sensitivity)} (monotonic)"
         else:
-            sens = f"sensitivity ℓ1 {self.l1:g}, ℓ2 {self.l2:.6g}, ℓ∞ {self.sensitivity:g}"
-        bits = [f"{self.name}: {m!r} × {self.copies}"]
+            l1 = _float_up(self.copies * Fraction(self.sensitivity))
+            l2 = _sqrt_up(self.copies * Fraction(self.sensitivity) ** 2)
+            sens = f"sensitivity ℓ1 {upper(l1)}, ℓ2 {upper(l2)}, ℓ∞ {upper(self.sensitivity)}"
+        bits = [f"{m!r} × {self.copies}"]
         bits += [b for b in (noise, sens) if b]
-        return "; ".join(bits) + f"\n      ({self.route})"
+        return "; ".join(bits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,24 +191,40 @@ class Explanation:
     budget: sdp.Guarantee
     notes: tuple[str, ...] = ()
 
-    def __str__(self) -> str:
+    def _parts(self) -> list[tuple[str, str]]:
+        """(label, text) of each line after the first of ``str()``; notes have no label."""
         currency = "ρ" if isinstance(self.budget, sdp.ZCDP) else "ε"
-        at = f" at δ = {self.budget.delta_:g}" if isinstance(self.budget, sdp.ApproxDP) else ""
+        at = f" at δ = {exact(self.budget.delta_)}" if isinstance(self.budget, sdp.ApproxDP) else ""
         item, count = self.charge
-        lines = [
-            f"{self.query}  [engine: {self.engine}; privacy unit: {self.privacy_unit!r}]",
-            f"  bounding: {self.bounding}",
-        ]
+        parts = [("bounding", str(self.bounding))]
+        parts += [(s.name, f"{s._summary()} ({s.route})") for s in self.statistics]
+        parts += [("", n) for n in self.notes]
+        parts.append(("charge", repr(item) + (f" × {count}" if count != 1 else "")))
+        parts.append(("cost", f"{currency} = {upper(self.cost)}{at} ({self.route})"))
+        verdict = "fits" if self.fits else "does NOT fit (run() would raise BudgetExceeded)"
+        parts.append(
+            (
+                "budget",
+                f"{self.budget!r}: spent {upper(self.spent_before)} → "
+                f"{upper(self.spent_after)}, remaining {lower(self.remaining_after)}; {verdict}",
+            )
+        )
+        return parts
+
+    def _head(self) -> str:
+        return f"{self.query}  [engine: {self.engine}; privacy unit: {self.privacy_unit!r}]"
+
+    def __str__(self) -> str:
+        lines = [self._head(), f"  bounding: {self.bounding}"]
         lines += [f"  {s.describe()}" for s in self.statistics]
         lines += [f"  {n}" for n in self.notes]
-        lines.append(f"  charge: {item!r}" + (f" × {count}" if count != 1 else ""))
-        lines.append(f"  cost: {currency} = {upper(self.cost)}{at} ({self.route})")
-        verdict = "fits" if self.fits else "does NOT fit (run() would raise BudgetExceeded)"
-        lines.append(
-            f"  budget {self.budget!r}: spent {upper(self.spent_before)} → "
-            f"{upper(self.spent_after)}, remaining {lower(self.remaining_after)}; {verdict}"
-        )
+        for label, text in self._parts()[-3:]:  # charge, cost, budget
+            lines.append(f"  {label} {text}" if label == "budget" else f"  {label}: {text}")
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the lines of ``str()`` as a two-column table (bounds rounded as there)."""
+        return html_table(self._parts(), caption=self._head())
 
 
 def _budget_reading(budget: sdp.Guarantee, items: list[tuple[sdp.Guarantee, int]]) -> float:
@@ -216,6 +245,24 @@ def _budget_reading(budget: sdp.Guarantee, items: list[tuple[sdp.Guarantee, int]
 def _float_up(q: Fraction) -> float:
     f = float(q)
     return math.nextafter(f, math.inf) if Fraction(f) < q else f
+
+
+def _float_down(q: Fraction) -> float:
+    f = float(q)
+    return math.nextafter(f, -math.inf) if Fraction(f) > q else f
+
+
+def _down(q: Fraction) -> str:
+    """The rational ``q`` printed rounded down (a float ≤ q, then :func:`lower`)."""
+    return lower(_float_down(q))
+
+
+def _sqrt_up(q: Fraction) -> float:
+    """A float ≥ √q (q ≥ 0)."""
+    f = math.sqrt(float(q))
+    while Fraction(f) ** 2 < q:
+        f = math.nextafter(f, math.inf)
+    return f
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,7 +327,13 @@ class Query(ABC):
             if isinstance(budget, sdp.ZCDP)
             else budget.epsilon(budget.delta_ if isinstance(budget, sdp.ApproxDP) else 0.0)
         )
-        remaining = max(0.0, total - after) if fits else 0.0
+        # a lower bound: the exact difference of the floats, rounded down
+        if not fits:
+            remaining = 0.0
+        elif math.isinf(total) or math.isinf(after):
+            remaining = total - after if math.isinf(total) and math.isfinite(after) else 0.0
+        else:
+            remaining = max(0.0, _float_down(Fraction(total) - Fraction(after)))
         return Explanation(
             query=self.description,
             engine=self.source.engine,

@@ -8,6 +8,7 @@ beyond the contribution caps and clamping (plus grid rounding) of summed values 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,10 +16,42 @@ import numpy as np
 import pandas as pd
 
 from sharpdp import _math, _validate
+from sharpdp._format import exact, html_table, lower, text_table, upper
 from sharpdp.data._noise import IntegerNoise, half_width
 from sharpdp.errors import InvalidParameter
 
-__all__ = ["AdditiveRelease", "MeanRelease", "QuantileRelease", "Release", "SelectionRelease"]
+__all__ = [
+    "BOUND_COLUMNS",
+    "AdditiveRelease",
+    "MeanRelease",
+    "QuantileRelease",
+    "Release",
+    "SelectionRelease",
+    "format_cell",
+]
+
+#: The columns of ``to_pandas()`` that are bounds, and how each is printed: rounded outward
+#: (an interval's ``lower`` down, its ``upper`` and a quantile's ``rank_error`` up).
+BOUND_COLUMNS: dict[str, Callable[[float], str]] = {
+    "lower": lower,
+    "upper": upper,
+    "rank_error": upper,
+}
+
+
+def format_cell(column: str, value: object) -> str:
+    """A cell of ``to_pandas()`` as ``str()``, Jupyter and the ``sharpdp`` command print it:
+    bounds rounded outward (:data:`BOUND_COLUMNS`), released values to 10 significant digits
+    (they are not bounds), keys as they are.
+
+    Example:
+        >>> format_cell("lower", -268.2578125000001), format_cell("upper", 330.8828125000001)
+        ('-268.258', '330.883')
+    """
+    if isinstance(value, float):  # numpy's float64 too
+        rounding = BOUND_COLUMNS.get(column)
+        return rounding(float(value)) if rounding is not None else f"{value:.10g}"
+    return str(value)
 
 
 def _level(level: object) -> float:
@@ -54,6 +87,35 @@ class Release:
         _level(level)
         return self.frame.copy()
 
+    def _law(self, level: float) -> str:
+        """The line under the table: each released statistic's noise law (and its intervals)."""
+        laws = "; ".join(f"{name}: Z ~ {law!r}" for name, law in self.noise.items())
+        return f"noise added, independent per cell — {laws}" if laws else "no noise"
+
+    def _table(self, level: float) -> tuple[list[str], list[list[str]], list[int]]:
+        """Header, formatted rows and right-aligned (numeric) columns of ``to_pandas(level)``."""
+        frame = self.to_pandas(level)
+        header = [str(c) for c in frame.columns]
+        right = [i for i, c in enumerate(frame.columns) if pd.api.types.is_numeric_dtype(frame[c])]
+        rows = [
+            [format_cell(name, value) for name, value in zip(header, row, strict=True)]
+            for row in frame.itertuples(index=False, name=None)
+        ]
+        return header, rows, right
+
+    def __str__(self) -> str:
+        """The query, ``to_pandas()`` (intervals at level 0.95, rounded outward), the noise law."""
+        header, rows, right = self._table(0.95)
+        table = text_table(rows, header=header, right=right)
+        return f"{self.query}\n{table}\n{self._law(0.95)}"
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the content of ``str()`` as an HTML table."""
+        header, rows, right = self._table(0.95)
+        return html_table(
+            rows, header=header, caption=self.query, footer=self._law(0.95), right=right
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class AdditiveRelease(Release):
@@ -70,6 +132,15 @@ class AdditiveRelease(Release):
 
     value: str = "count"
     step: float = 1.0
+
+    def _law(self, level: float) -> str:
+        (law,) = self.noise.values()
+        grid = "" if self.step == 1.0 else f"{exact(self.step)}·"
+        return (
+            f"{self.value} = {grid}(bounded true value + Z), Z ~ {law!r}, independent per cell; "
+            f"lower/upper: a {exact(level)} confidence interval per cell from Z's exact law, "
+            "rounded outward"
+        )
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
         """See the class docstring."""
@@ -112,6 +183,14 @@ class MeanRelease(Release):
     sums: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     counts: np.ndarray[Any, Any] = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
 
+    def _law(self, level: float) -> str:
+        laws = "; ".join(f"{name}: Z ~ {law!r}" for name, law in self.noise.items())
+        return (
+            f"mean = c + (centred sum + Z)/(count + Z′), clamped; noise independent per cell — "
+            f"{laws}; lower/upper: a {exact(level)} confidence interval per cell (union bound "
+            "over both noises), rounded outward"
+        )
+
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
         """See the class docstring."""
         lv = _level(level)
@@ -151,6 +230,9 @@ class SelectionRelease(Release):
         _level(level)
         return self.frame.copy()
 
+    def _law(self, level: float) -> str:
+        return "selected keys, best first (rank 1 = best): no values, so no intervals"
+
 
 @dataclass(frozen=True, eq=False)
 class QuantileRelease(Release):
@@ -189,6 +271,13 @@ class QuantileRelease(Release):
         lv = _level(level)
         log_ratio = _math.up(math.log(self.cells) - math.log1p(-lv))
         return _math.up(log_ratio / self.coefficient)
+
+    def _law(self, level: float) -> str:
+        return (
+            f"quantile: midpoint of a grid cell drawn by the exponential mechanism (c = "
+            f"{self.coefficient!r}, {self.cells:,} cells); rank_error w: with probability ≥ "
+            f"{exact(level)}, |rank − q·n| ≤ d* + w (rounded up)"
+        )
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
         """See the class docstring."""

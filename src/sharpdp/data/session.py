@@ -755,7 +755,7 @@ class Session:
                     f"Smith 2011 interval exponential mechanism, η-BR (Durfee–Rogers 2019); {route}",
                     selection=True,
                     detail=f"rank score −|r − qn|, sensitivity Δ = m·max(q, 1 − q) = {sens:g}, "
-                    f"c = η/(2Δ) = {mech.coefficient:.6g}; {n_cells} grid cells of "
+                    f"c = η/(2Δ) = {mech.coefficient!r}; {n_cells} grid cells of "
                     f"{mech.grid:g}",
                 ),
             ),
@@ -939,8 +939,8 @@ class Session:
                     f"ApproxDP(0, δ_L) (sharpdp.LimitDom); {route}",
                     selection=True,
                     detail=f"score range {m:g} (monotonic counts), ≤ {mech.restricted} count(s) "
-                    f"moved per group; threshold h⊥ = h₍ₖ̄₊₁₎ + {mech.threshold_offset:.6g}; "
-                    f"η = {mech.epsilon_:.6g} per round, δ_L = {mech.delta_:.4g} per run",
+                    f"moved per group; threshold h⊥ = h₍ₖ̄₊₁₎ + {mech.threshold_offset!r}; "
+                    f"η = {upper(mech.epsilon_)} per round, δ_L = {upper(mech.delta_)} per run",
                 ),
             ),
             notes=(
