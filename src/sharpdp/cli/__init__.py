@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 
 from sharpdp._version import __version__
-from sharpdp.cli import budget, calibrate, capacity, compose, convert, demo, plot, query  # noqa: F401
+from sharpdp.cli import budget, calibrate, capacity, compose, convert, demo, plot, query, serve  # noqa: F401
 from sharpdp.cli._common import app, console, err_console
 from sharpdp.errors import SharpDPError
 

@@ -29,6 +29,7 @@ import pandas as pd
 import sharpdp as sdp
 from sharpdp import _validate
 from sharpdp._format import upper
+from sharpdp.accounting.ledger import Ledger
 from sharpdp.data import _bounding, _calibrate, _engine, _noise, _partition
 from sharpdp.data.counts import CountQuery
 from sharpdp.data.quantiles import QuantileQuery
@@ -165,7 +166,8 @@ class Session:
         budget: ``sdp.PureDP``, ``sdp.ApproxDP`` or ``sdp.ZCDP`` (enforced by the accountant); it
             lives in the ledger: the account's first session records it, later ones must pass
             the same budget (else ``sdp.LedgerError``) or ``None`` to use the recorded one.
-        ledger: ``None`` (in memory) or a ledger file path shared across processes.
+        ledger: ``None`` (in memory), a ledger file path (or ``postgresql://`` URL) shared across
+            processes, or an open :class:`~sharpdp.accounting.ledger.Ledger` (shared, not closed).
         analyst: the account charged.
         engine: an Ibis backend to load non-Ibis tables into (default: new in-memory DuckDB).
         null_units: ``"refuse"`` (default) or ``"drop"`` (see above).
@@ -191,7 +193,7 @@ class Session:
         table: object,
         privacy_unit: str,
         budget: sdp.Guarantee | None,
-        ledger: str | os.PathLike[str] | None = None,
+        ledger: str | os.PathLike[str] | Ledger | None = None,
         analyst: str = "default",
         engine: Any = None,
         *,

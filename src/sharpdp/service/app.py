@@ -1,0 +1,538 @@
+"""The FastAPI application: ``create_app(config)``.
+
+Routes (JSON in and out; the OpenAPI schema is at ``/openapi.json``, the docs at ``/docs``):
+
+* ``POST /admin/analysts`` (admin) — create an analyst with a budget policy; returns its token.
+* ``PUT /admin/analysts/{name}/budget`` (admin) — change the budget (policy and current account).
+* ``POST /admin/analysts/{name}/tokens``, ``DELETE /admin/analysts/{name}/tokens`` (admin) —
+  issue a new token, revoke every token. ``GET /admin/analysts`` lists them.
+* ``POST /queries`` (analyst) — run one query: the spend is checked and recorded in one ledger
+  transaction, then the result is computed, stored with its spend and returned.
+* ``POST /explain`` (analyst) — price the same body without spending.
+* ``GET /budget`` (analyst) — the caller's budget, spent, remaining, and each spend with the
+  theorem that prices it and the release it paid for.
+* ``GET /releases/{id}`` (analyst) — a past release of the caller (free: post-processing).
+* ``GET /datasets`` (analyst) — the served data sets and their columns.
+
+Every refusal is a 4xx with ``{"error": "..."}``: 401 (no/bad/expired/revoked token), 403 (over
+budget: nothing spent; or an analyst token on an admin route), 404 (unknown data set or release,
+including another analyst's), 409 (analyst exists; a budget below what is spent), 413 (body too
+large), 422 (a malformed body or a parameter the data layer refuses), 503 (ledger busy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import sharpdp as sdp
+from sharpdp._version import __version__
+from sharpdp.accounting.ledger import Ledger
+from sharpdp.cli.budget import Cost, spend_cost
+from sharpdp.mechanisms._samplers import as_generator
+from sharpdp.service import spelling
+from sharpdp.service._db import Database
+from sharpdp.service.auth import Analyst, Authenticator
+from sharpdp.service.config import ServiceConfig, check_period, example_config, load
+from sharpdp.service.errors import Conflict, NotFound, ServiceError
+from sharpdp.service.queries import QueryRequest, build, explanation, release_payload
+from sharpdp.service.releases import Releases
+from sharpdp.service.sessions import Datasets, period_label
+
+__all__ = ["ADMIN_TOKEN_ENV", "CONFIG_ENV", "Service", "app_from_environment", "create_app"]
+
+#: The environment variable holding the admin bearer token.
+ADMIN_TOKEN_ENV = "SHARPDP_ADMIN_TOKEN"
+#: The environment variable naming the config file of workers started by ``sharpdp serve``
+#: (``example:DIR`` for the flights example with its ledger in DIR).
+CONFIG_ENV = "SHARPDP_SERVICE_CONFIG"
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class Guard:
+    """ASGI middleware: a request body over ``limit`` bytes gets 413 before the app reads it
+    (``Content-Length`` checked first; chunked bodies counted as they arrive); every response
+    carries a ``Server-Timing`` header: ``app`` (ms from the body's arrival to the response) and
+    the parts timed by the routes (``auth``; for queries ``check``, ``spend``, ``engine`` —
+    building the plan, running it in the engine, adding noise — and ``store``), each also as
+    ``<part>-cpu``, the CPU time of the thread that ran it."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await _too_large(send, "invalid Content-Length", 400)
+                    return
+                if declared > self.limit:
+                    await _too_large(send, f"request body over {self.limit} bytes", 413)
+                    return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await _too_large(send, f"request body over {self.limit} bytes", 413)
+                return
+            chunks.append(chunk)
+            more = bool(message.get("more_body", False))
+        body = b"".join(chunks)
+        sent = False
+        start = time.perf_counter()
+
+        async def timed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                total = (time.perf_counter() - start) * 1000.0
+                timing = f"app;dur={total:.3f}"
+                parts = scope.get("state", {}).get("timings", {})
+                timing += "".join(f", {k};dur={v:.3f}" for k, v in parts.items())
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"server-timing", timing.encode()),
+                ]
+            await send(message)
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, timed)
+
+
+async def _too_large(send: Send, message: str, status: int) -> None:
+    payload = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+# -- bodies and answers ---------------------------------------------------------------------------
+class NewAnalyst(BaseModel):
+    """``POST /admin/analysts``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    name: str = Field(min_length=1, max_length=64, examples=["ana"])
+    budget: str | None = Field(None, max_length=128, examples=["approx:1,1e-6"])
+    period: str | None = Field(None, max_length=16, examples=["month"])
+    ttl_seconds: float | None = Field(None, gt=0, description="token lifetime (default: none)")
+
+
+class NewToken(BaseModel):
+    """``POST /admin/analysts/{name}/tokens``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    ttl_seconds: float | None = Field(None, gt=0)
+
+
+class NewBudget(BaseModel):
+    """``PUT /admin/analysts/{name}/budget``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    budget: str = Field(min_length=1, max_length=128, examples=["approx:2,1e-6"])
+    reason: str = Field("changed by the admin through sharpdp serve", min_length=1, max_length=500)
+
+
+class Token(BaseModel):
+    """An analyst and a token (shown once; only its salted hash is stored)."""
+
+    name: str
+    token: str
+
+
+def _json(value: Any) -> Any:
+    """Non-finite floats as ``"inf"``/``"-inf"`` (JSON has none)."""
+    if isinstance(value, float):
+        if value != value:
+            raise sdp.NumericalError("a NaN reached the response (a bug)")
+        if value in (float("inf"), float("-inf")):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {str(k): _json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json(v) for v in value]
+    return value
+
+
+def _payload(value: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-safe copy of a response body (see :func:`_json`)."""
+    out: dict[str, Any] = _json(value)
+    return out
+
+
+class Service:
+    """What the routes share: the config, the ledger, the state file and the data sets."""
+
+    def __init__(self, config: ServiceConfig, admin_token: str | None) -> None:
+        self.config = config
+        config.ledger.parent.mkdir(parents=True, exist_ok=True)
+        config.state.parent.mkdir(parents=True, exist_ok=True)
+        self.ledger = Ledger(config.ledger)
+        self.db = Database(config.state)
+        self.auth = Authenticator(self.db, admin_token)
+        self.releases = Releases(self.db)
+        self.datasets = Datasets(config, self.ledger)
+        self._costs: dict[tuple[Any, ...], Cost] = {}
+        self._costs_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the ledger and the state file."""
+        self.ledger.close()
+        self.db.close()
+
+    def cost(self, item: sdp.Guarantee, count: int, measure: str, at: float | None) -> Cost:
+        """One spend's own cost and theorem (cached: histories repeat items)."""
+        key = (item, count, measure, at)
+        with self._costs_lock:
+            found = self._costs.get(key)
+        if found is None:
+            found = spend_cost(item, count, measure, at)
+            with self._costs_lock:
+                if len(self._costs) > 10_000:
+                    self._costs.clear()
+                self._costs[key] = found
+        return found
+
+
+_bearer = HTTPBearer(auto_error=False)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+def _clock() -> tuple[float, float]:
+    """(wall clock, this thread's CPU time), in seconds."""
+    return time.perf_counter(), time.thread_time()
+
+
+def _timed(request: Request, name: str, start: tuple[float, float]) -> None:
+    """Record ``name`` since ``start`` for the ``Server-Timing`` header: the wall-clock ms as
+    ``name`` and this thread's CPU ms as ``name-cpu`` (the difference is waiting: for the GIL,
+    a lock, the disk)."""
+    timings = getattr(request.state, "timings", None)
+    if timings is None:
+        timings = request.state.timings = {}
+    wall, cpu = _clock()
+    timings[name] = timings.get(name, 0.0) + (wall - start[0]) * 1000.0
+    timings[f"{name}-cpu"] = timings.get(f"{name}-cpu", 0.0) + (cpu - start[1]) * 1000.0
+
+
+def _analyst(request: Request, credentials: Credentials) -> Analyst:
+    start = _clock()
+    token = None if credentials is None else credentials.credentials
+    who = _service(request).auth.analyst(token)
+    _timed(request, "auth", start)
+    return who
+
+
+def _admin(request: Request, credentials: Credentials) -> None:
+    token = None if credentials is None else credentials.credentials
+    _service(request).auth.require_admin(token)
+
+
+Caller = Annotated[Analyst, Depends(_analyst)]
+Admin = Annotated[None, Depends(_admin)]
+
+
+def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI:
+    """The service's FastAPI app over ``config`` (data sets are loaded now, once).
+
+    Args:
+        config: the validated configuration (:func:`sharpdp.service.config.load`).
+        admin_token: the admin bearer token (default: the ``SHARPDP_ADMIN_TOKEN`` environment
+            variable; without one, admin routes refuse everyone).
+    """
+    token = admin_token if admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV)
+    service = Service(config, token)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> Any:
+        yield
+        service.close()
+
+    app = FastAPI(
+        title="sharpdp",
+        version=__version__,
+        summary="Private queries over tables under durable per-analyst privacy budgets.",
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    app.add_middleware(Guard, limit=config.max_body_bytes)
+    _handlers(app)
+
+    # -- admin ------------------------------------------------------------------------------------
+    @app.post("/admin/analysts", status_code=201, tags=["admin"])
+    def create_analyst(body: NewAnalyst, _: Admin) -> Token:
+        """Create an analyst with a budget policy (default: the config's); returns its token."""
+        budget = body.budget or config.budget
+        period = check_period(body.period or config.period, "period")
+        spelling.budget(budget, "budget")
+        token = service.auth.create_analyst(body.name, budget, period, body.ttl_seconds)
+        return Token(name=body.name, token=token)
+
+    @app.get("/admin/analysts", tags=["admin"])
+    def list_analysts(_: Admin) -> list[dict[str, Any]]:
+        """Every analyst with its budget policy and live-token count."""
+        return service.auth.analysts()
+
+    @app.post("/admin/analysts/{name}/tokens", status_code=201, tags=["admin"])
+    def issue_token(name: str, _: Admin, body: NewToken | None = None) -> Token:
+        """A new token for the analyst (earlier ones stay valid until revoked)."""
+        ttl = None if body is None else body.ttl_seconds
+        return Token(name=name, token=service.auth.issue_token(name, ttl))
+
+    @app.delete("/admin/analysts/{name}/tokens", tags=["admin"])
+    def revoke_tokens(name: str, _: Admin) -> dict[str, Any]:
+        """Revoke every token of the analyst (at once, in every worker)."""
+        return {"name": name, "revoked": service.auth.revoke(name)}
+
+    @app.put("/admin/analysts/{name}/budget", tags=["admin"])
+    def set_budget(name: str, body: NewBudget, _: Admin) -> dict[str, Any]:
+        """Change the analyst's budget: its policy for the periods to come and, recorded in the
+        ledger with the reason, the budget of its current account (never below what is spent:
+        409)."""
+        new = spelling.budget(body.budget, "budget")
+        period_kind = service.auth.policy(name)[1]
+        period = period_label(period_kind)
+        if service.ledger.budget(name, period) is not None:
+            with sdp.Accountant(None, service.ledger, name, period=period) as account:
+                try:
+                    account.set_budget(new, reason=body.reason)
+                except sdp.BudgetExceeded as err:
+                    raise Conflict(str(err)) from None
+        service.auth.set_policy(name, body.budget)
+        return {"name": name, "budget": body.budget, "period": period}
+
+    # -- analysts ---------------------------------------------------------------------------------
+    @app.get("/datasets", tags=["analysts"])
+    def datasets(_: Caller) -> list[dict[str, Any]]:
+        """The served data sets: engine, privacy unit, default caps, columns and types."""
+        return service.datasets.describe()
+
+    @app.post("/explain", tags=["analysts"])
+    def explain(body: QueryRequest, who: Caller) -> dict[str, Any]:
+        """Price a query without spending or reading data: mechanisms, noise, cost, theorem,
+        and what the budget would read after it."""
+        target = spelling.target(body.privacy)
+        slot = service.datasets.slot(body.dataset, who)
+        with slot.lock:
+            query = build(slot.session, body, target)
+            out = explanation(query)
+        return _payload({"dataset": body.dataset, "period": slot.period, **out})
+
+    @app.post("/queries", tags=["analysts"])
+    def run_query(body: QueryRequest, who: Caller, request: Request) -> dict[str, Any]:
+        """Run one query: check and record its spend in one ledger transaction (403, nothing
+        spent, when it does not fit), then compute, store the release with its spend, return."""
+        target = spelling.target(body.privacy)
+        slot = service.datasets.slot(body.dataset, who)
+        with slot.lock:
+            start = _clock()
+            query = build(slot.session, body, target)
+            _timed(request, "engine", start)
+            item, count = query.charge
+            accountant = slot.session.accountant
+            start = _clock()
+            fits = accountant.would_fit(item, count)
+            _timed(request, "check", start)
+            if not fits:
+                # a dry run on committed state: refuse without taking the ledger's write lock
+                # (a refusal is always safe; only spend's own check can accept)
+                summary = accountant.summary()
+                raise sdp.BudgetExceeded(
+                    f"spending {item!r} x{count} would take analyst {who.name!r} (period "
+                    f"{slot.period!r}) over the budget {summary.budget!r}: spent so far "
+                    f"{summary.spent!r}, remaining {summary.remaining!r}; nothing was recorded"
+                )
+            start = _clock()
+            entry = accountant.spend(item, count)  # durable before anything is computed
+            _timed(request, "spend", start)
+            start = _clock()
+            # Query.run without its spend (done above, so that the release names its ledger row)
+            release = query._release(as_generator(None))
+            result = release_payload(release, body.level)
+            _timed(request, "engine", start)
+            result["cost"] = {"item": repr(item), "count": count}
+            start = _clock()
+            release_id, created = service.releases.store(
+                who.name,
+                slot.period,
+                body.dataset,
+                entry.id,
+                body.model_dump(mode="json"),
+                _json(result),
+            )
+            remaining = accountant.remaining()
+            _timed(request, "store", start)
+        return _payload(
+            {
+                "id": release_id,
+                "created_at": created,
+                "spend_id": entry.id,
+                "period": slot.period,
+                **result,
+                "spent": entry.spent_after,
+                "measure": entry.measure,
+                "remaining": remaining,
+            }
+        )
+
+    @app.get("/budget", tags=["analysts"])
+    def budget(who: Caller) -> dict[str, Any]:
+        """The caller's budget in the current period: spent, remaining, and each spend with its
+        own cost, the theorem that certifies it and the release it paid for."""
+        with service.datasets.accountant(who) as account:
+            s = account.summary()
+            entries = account.history()
+        releases = service.releases.by_spend(who.name, s.period)
+        history = []
+        for e in entries:
+            cost = service.cost(e.item, e.count, s.measure, s.at_delta)
+            history.append(
+                {
+                    "spend_id": e.id,
+                    "time": e.timestamp.isoformat(),
+                    "item": repr(e.item),
+                    "count": e.count,
+                    "cost": cost.value,
+                    "analysis": cost.analysis,
+                    "theorem": cost.theorem,
+                    "spent_after": e.spent_after,
+                    "release": releases.get(e.id),
+                }
+            )
+        return _payload(
+            {
+                "analyst": s.analyst,
+                "period": s.period,
+                "budget": repr(s.budget),
+                "budget_since": s.budget_since.isoformat(),
+                "budget_reason": s.budget_reason,
+                "measure": s.measure,
+                "at_delta": s.at_delta,
+                "spent": s.spent,
+                "remaining": s.remaining,
+                "over_budget": s.over_budget,
+                "history": history,
+            }
+        )
+
+    @app.get("/releases/{release_id}", tags=["analysts"])
+    def get_release(release_id: str, who: Caller) -> dict[str, Any]:
+        """A past release of the caller, as released (asking again spends nothing)."""
+        if len(release_id) > 64:
+            raise NotFound("no such release")
+        found = service.releases.get(who.name, release_id)
+        if found is None:
+            raise NotFound(f"no release {release_id!r} of yours")
+        return found
+
+    return app
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+def _handlers(app: FastAPI) -> None:
+    """Every error as JSON ``{"error": ...}`` with a 4xx status (5xx only for the server's own
+    failures)."""
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        parts = []
+        for e in errors[:5]:
+            where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
+            parts.append(f"{where}: {e.get('msg', 'invalid')}" if where else e.get("msg", ""))
+        return _error(422, "; ".join(parts) or "invalid request", detail=jsonable_encoder(errors))
+
+    @app.exception_handler(ServiceError)
+    async def refused(_: Request, exc: ServiceError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        response = _error(exc.status, str(exc))
+        if headers:
+            response.headers.update(headers)
+        return response
+
+    @app.exception_handler(sdp.BudgetExceeded)
+    async def over_budget(_: Request, exc: sdp.BudgetExceeded) -> JSONResponse:
+        return _error(403, str(exc), reason="over budget")
+
+    @app.exception_handler(sdp.LedgerError)
+    async def ledger(_: Request, exc: sdp.LedgerError) -> JSONResponse:
+        return _error(503, f"the ledger is unavailable: {exc}")
+
+    @app.exception_handler(sdp.NumericalError)
+    async def numerical(_: Request, exc: sdp.NumericalError) -> JSONResponse:
+        return _error(500, f"internal numerical error: {exc}")
+
+    @app.exception_handler(sdp.SharpDPError)
+    async def bad_parameter(_: Request, exc: sdp.SharpDPError) -> JSONResponse:
+        return _error(422, str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def bug(_: Request, exc: Exception) -> JSONResponse:
+        return _error(500, f"internal error ({type(exc).__name__})")
+
+
+def app_from_environment() -> FastAPI:
+    """The app of a worker started by ``sharpdp serve``: the config named by
+    ``SHARPDP_SERVICE_CONFIG`` (a path, or ``example:DIR``), the admin token from
+    ``SHARPDP_ADMIN_TOKEN``."""
+    where = os.environ.get(CONFIG_ENV)
+    if not where:
+        raise sdp.InvalidParameter(f"{CONFIG_ENV} is not set: name the service's config file")
+    if where.startswith("example:"):
+        return create_app(example_config(where.removeprefix("example:")))
+    return create_app(load(where))

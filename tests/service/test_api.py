@@ -1,0 +1,302 @@
+"""The HTTP contract against a real uvicorn server: admin, queries, explain, budget, releases,
+isolation between analysts, and hostile input (always a 4xx with a message; nothing spent)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from servers import ADMIN, Server, admin, bearer, new_analyst, write_config
+
+from sharpdp.accounting.ledger import Ledger
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    directory = tmp_path_factory.mktemp("api")
+    s = Server(write_config(directory, budget="approx:1,1e-6")).start()
+    yield s
+    s.stop()
+
+
+def count_by(**extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "dataset": "people",
+        "query": "count_by",
+        "column": "dept",
+        "keys": ["a", "b", "c"],
+        "privacy": "pure:0.1",
+        "max_groups": 1,
+        "max_rows": 1,
+    }
+    body.update(extra)
+    return body
+
+
+def ledger_rows(server: Server, analyst: str | None = None) -> int:
+    with Ledger(server.config.with_name("ledger.sqlite")) as ledger:
+        return len(ledger.entries(analyst))
+
+
+def test_openapi_schema_lists_the_routes(server: Server) -> None:
+    schema = httpx.get(f"{server.url}/openapi.json").json()
+    for path in ("/queries", "/explain", "/budget", "/releases/{release_id}", "/admin/analysts"):
+        assert path in schema["paths"]
+    assert "HTTPBearer" in schema["components"]["securitySchemes"]
+    bodies = schema["components"]["schemas"]
+    for kind in ("CountBody", "CountByBody", "SumBody", "MeanBody", "QuantileBody", "TopKBody"):
+        assert kind in bodies
+    assert bodies["CountByBody"]["additionalProperties"] is False
+
+
+def test_query_explain_budget_release_round_trip(server: Server) -> None:
+    token = new_analyst(server.url, "ana", "approx:1,1e-6", period="month")
+    h = bearer(token)
+    priced = httpx.post(f"{server.url}/explain", json=count_by(), headers=h).json()
+    assert priced["fits"] is True
+    assert priced["cost"] > 0
+    assert "DiscreteLaplace" in priced["charge"]["item"]
+    assert httpx.get(f"{server.url}/budget", headers=h).json()["spent"] == 0.0  # explain is free
+
+    r = httpx.post(f"{server.url}/queries", json=count_by(), headers=h)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert [row["dept"] for row in out["rows"]] == ["a", "b", "c"]
+    assert all(row["lower"] <= row["count"] <= row["upper"] for row in out["rows"])
+    assert 0 < out["remaining"] < 1
+
+    budget = httpx.get(f"{server.url}/budget", headers=h).json()
+    assert budget["budget"] == "ApproxDP(epsilon=1.0, delta=1e-06)"
+    assert budget["period"] == time.strftime("%Y-%m", time.gmtime())
+    [spend] = budget["history"]
+    assert spend["release"] == out["id"]
+    assert spend["spend_id"] == out["spend_id"]
+    assert spend["theorem"]
+    assert spend["cost"] > 0
+    assert budget["spent"] + budget["remaining"] <= 1.0
+
+    again = httpx.get(f"{server.url}/releases/{out['id']}", headers=h).json()
+    assert again["rows"] == out["rows"]
+    assert httpx.get(f"{server.url}/budget", headers=h).json()["spent"] == budget["spent"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "count", "privacy": "zcdp:0.01"},
+        {"query": "count_by", "column": "dept", "privacy": "approx:0.5,1e-7", "max_groups": 2},
+        {"query": "sum", "column": "value", "bounds": [0, 100], "privacy": "pure:0.1"},
+        {
+            "query": "mean",
+            "column": "value",
+            "bounds": [0, 100],
+            "by": "dept",
+            "keys": ["a", "b"],
+            "privacy": "pure:0.1",
+        },
+        {
+            "query": "quantile",
+            "column": "value",
+            "q": 0.5,
+            "bounds": [0, 100],
+            "privacy": "pure:0.1",
+        },
+        {
+            "query": "top_k",
+            "column": "dept",
+            "k": 2,
+            "keys": ["a", "b", "c"],
+            "privacy": "pure:0.1",
+        },
+        {"query": "select_best", "column": "dept", "keys": ["a", "b", "c"], "privacy": "pure:0.1"},
+    ],
+    ids=lambda b: str(b["query"]),
+)
+def test_every_query_kind_runs(server: Server, body: dict[str, Any]) -> None:
+    token = new_analyst(server.url, f"kind-{body['query']}-{len(body)}", "approx:10,1e-6")
+    full = {"dataset": "people", **body}
+    priced = httpx.post(f"{server.url}/explain", json=full, headers=bearer(token))
+    assert priced.status_code == 200, priced.text
+    r = httpx.post(f"{server.url}/queries", json=full, headers=bearer(token))
+    assert r.status_code == 200, r.text
+    assert isinstance(r.json()["rows"], list)
+
+
+def test_over_budget_is_refused_and_nothing_is_spent(server: Server) -> None:
+    token = new_analyst(server.url, "spender", "pure:0.25")
+    h = bearer(token)
+    assert httpx.post(f"{server.url}/queries", json=count_by(), headers=h).status_code == 200
+    assert httpx.post(f"{server.url}/queries", json=count_by(), headers=h).status_code == 200
+    before = ledger_rows(server, "spender")
+    r = httpx.post(f"{server.url}/queries", json=count_by(), headers=h)
+    assert r.status_code == 403
+    assert "over the budget" in r.json()["error"]
+    assert ledger_rows(server, "spender") == before == 2
+    assert httpx.post(f"{server.url}/explain", json=count_by(), headers=h).json()["fits"] is False
+
+
+def test_admin_changes_budgets_and_revokes_tokens(server: Server) -> None:
+    token = new_analyst(server.url, "carla", "pure:0.1")
+    h = bearer(token)
+    assert httpx.post(f"{server.url}/queries", json=count_by(), headers=h).status_code == 200
+    assert httpx.post(f"{server.url}/queries", json=count_by(), headers=h).status_code == 403
+    low = httpx.put(
+        f"{server.url}/admin/analysts/carla/budget", json={"budget": "pure:0.05"}, headers=admin()
+    )
+    assert low.status_code == 409, low.text  # never below what is spent
+    up = httpx.put(
+        f"{server.url}/admin/analysts/carla/budget",
+        json={"budget": "pure:0.3", "reason": "more work"},
+        headers=admin(),
+    )
+    assert up.status_code == 200, up.text
+    assert httpx.get(f"{server.url}/budget", headers=h).json()["budget_reason"] == "more work"
+    assert httpx.post(f"{server.url}/queries", json=count_by(), headers=h).status_code == 200
+    second = httpx.post(f"{server.url}/admin/analysts/carla/tokens", headers=admin()).json()
+    assert httpx.get(f"{server.url}/budget", headers=bearer(second["token"])).status_code == 200
+    revoked = httpx.delete(f"{server.url}/admin/analysts/carla/tokens", headers=admin()).json()
+    assert revoked["revoked"] == 2
+    for t in (token, second["token"]):
+        r = httpx.get(f"{server.url}/budget", headers=bearer(t))
+        assert r.status_code == 401
+        assert "revoked" in r.json()["error"]
+    dup = httpx.post(f"{server.url}/admin/analysts", json={"name": "carla"}, headers=admin())
+    assert dup.status_code == 409
+    listed = {
+        a["name"]: a for a in httpx.get(f"{server.url}/admin/analysts", headers=admin()).json()
+    }
+    assert listed["carla"]["budget"] == "pure:0.3"
+    assert listed["carla"]["live_tokens"] == 0
+    assert "token" not in listed["carla"]
+    assert "hash" not in listed["carla"]
+
+
+def test_no_analyst_sees_or_spends_another_s(server: Server) -> None:
+    ann = bearer(new_analyst(server.url, "ann", "pure:1"))
+    bob = bearer(new_analyst(server.url, "bob", "pure:1"))
+    mine = httpx.post(f"{server.url}/queries", json=count_by(), headers=ann).json()
+    assert httpx.get(f"{server.url}/releases/{mine['id']}", headers=bob).status_code == 404
+    assert httpx.get(f"{server.url}/releases/{mine['id']}", headers=ann).status_code == 200
+    bob_budget = httpx.get(f"{server.url}/budget", headers=bob).json()
+    assert bob_budget["analyst"] == "bob"
+    assert bob_budget["history"] == []
+    # no body field names an analyst: one sent is refused, not obeyed
+    r = httpx.post(f"{server.url}/queries", json=count_by(analyst="ann"), headers=bob)
+    assert r.status_code == 422
+    assert ledger_rows(server, "bob") == 0
+    # admin routes: 403 for an analyst, 401 without a token or with a wrong one
+    body = {"name": "mallory"}
+    assert httpx.post(f"{server.url}/admin/analysts", json=body, headers=bob).status_code == 403
+    assert httpx.post(f"{server.url}/admin/analysts", json=body).status_code == 401
+    wrong = bearer(ADMIN + "x")
+    assert httpx.post(f"{server.url}/admin/analysts", json=body, headers=wrong).status_code == 401
+
+
+def _hostile(server: Server, token: str) -> list[tuple[str, httpx.Response]]:
+    h = bearer(token)
+    url = f"{server.url}/queries"
+    forged = token[: token.rindex("_") + 1] + "A" * 43
+    cases: list[tuple[str, httpx.Response]] = [
+        ("oversized body", httpx.post(url, json=count_by(keys=["x" * 100] * 1000), headers=h)),
+        (
+            "oversized chunked body",
+            httpx.post(url, content=iter([b"{" + b" " * 70_000, b"}"]), headers=h),
+        ),
+        ("max_rows as a string", httpx.post(url, json=count_by(max_rows="1"), headers=h)),
+        ("max_rows negative", httpx.post(url, json=count_by(max_rows=-1), headers=h)),
+        ("max_rows huge", httpx.post(url, json=count_by(max_rows=10**30), headers=h)),
+        ("privacy as a number", httpx.post(url, json=count_by(privacy=0.1), headers=h)),
+        ("privacy NaN", httpx.post(url, json=count_by(privacy="pure:nan"), headers=h)),
+        ("privacy negative", httpx.post(url, json=count_by(privacy="pure:-1"), headers=h)),
+        ("keys as an object", httpx.post(url, json=count_by(keys={"a": 1}), headers=h)),
+        ("empty keys", httpx.post(url, json=count_by(keys=[]), headers=h)),
+        (
+            "SQL in a column",
+            httpx.post(url, json=count_by(column="dept; DROP TABLE people --"), headers=h),
+        ),
+        ("the privacy unit as column", httpx.post(url, json=count_by(column="person"), headers=h)),
+        ("unknown data set", httpx.post(url, json=count_by(dataset="secrets"), headers=h)),
+        ("unknown query", httpx.post(url, json=count_by(query="drop"), headers=h)),
+        ("unknown field", httpx.post(url, json=count_by(sql="SELECT 1"), headers=h)),
+        ("not JSON", httpx.post(url, content=b"{nope", headers=h)),
+        ("a JSON list", httpx.post(url, json=[1, 2], headers=h)),
+        ("level 1", httpx.post(url, json=count_by(level=1.0), headers=h)),
+        (
+            "sum without bounds",
+            httpx.post(url, json=count_by(query="sum", column="value", keys=None), headers=h),
+        ),
+        (
+            "bounds reversed",
+            httpx.post(
+                url,
+                json={
+                    "dataset": "people",
+                    "query": "sum",
+                    "column": "value",
+                    "bounds": [5, 1],
+                    "privacy": "pure:0.1",
+                },
+                headers=h,
+            ),
+        ),
+        ("no token", httpx.post(url, json=count_by())),
+        ("forged token", httpx.post(url, json=count_by(), headers=bearer(forged))),
+        ("garbage token", httpx.post(url, json=count_by(), headers=bearer("'; DROP TABLE--"))),
+        ("huge token", httpx.post(url, json=count_by(), headers=bearer("sdp_" + "x" * 5000))),
+        ("basic auth", httpx.post(url, json=count_by(), auth=("ana", "pw"))),
+        ("release id", httpx.get(f"{server.url}/releases/{'x' * 500}", headers=h)),
+        ("release SQL", httpx.get(f"{server.url}/releases/1' OR '1'='1", headers=h)),
+    ]
+    return cases
+
+
+def test_hostile_input_gets_a_4xx_and_spends_nothing(server: Server) -> None:
+    token = new_analyst(server.url, "eve", "approx:1,1e-6")
+    expiring = new_analyst(server.url, "eve2", "approx:1,1e-6", ttl_seconds=0.5)
+    before = ledger_rows(server)
+    cases = _hostile(server, token)
+    time.sleep(0.6)
+    cases.append(
+        (
+            "expired token",
+            httpx.post(f"{server.url}/queries", json=count_by(), headers=bearer(expiring)),
+        )
+    )
+    for name, r in cases:
+        assert 400 <= r.status_code < 500, (name, r.status_code, r.text)
+        assert r.json()["error"], name
+    statuses = {name: r.status_code for name, r in cases}
+    assert statuses["oversized body"] == statuses["oversized chunked body"] == 413
+    assert statuses["unknown data set"] == 404
+    assert statuses["forged token"] == statuses["expired token"] == statuses["no token"] == 401
+    assert "expired" in dict(cases)["expired token"].json()["error"]
+    assert ledger_rows(server) == before
+    # a key that looks like SQL is a value like any other: released as itself, the table intact
+    key = "a' OR '1'='1"
+    r = httpx.post(f"{server.url}/queries", json=count_by(keys=[key, "b"]), headers=bearer(token))
+    assert r.status_code == 200, r.text
+    assert [row["dept"] for row in r.json()["rows"]] == [key, "b"]
+    assert (
+        httpx.post(f"{server.url}/queries", json=count_by(), headers=bearer(token)).status_code
+        == 200
+    )
+
+
+def test_a_query_its_budget_cannot_pay_for_is_a_422(server: Server) -> None:
+    zcdp = bearer(new_analyst(server.url, "zed", "zcdp:0.5"))
+    pure = bearer(new_analyst(server.url, "puri", "pure:1"))
+    needs_delta = count_by(privacy="approx:0.5,1e-7", keys=None)  # partition selection: δ > 0
+    r = httpx.post(f"{server.url}/queries", json=needs_delta, headers=zcdp)
+    assert r.status_code == 422, r.text
+    assert "cannot pay" in r.json()["error"]
+    unknown_keys = count_by(keys=None)
+    r = httpx.post(f"{server.url}/queries", json=unknown_keys, headers=pure)
+    assert r.status_code == 422, r.text
+    assert "δ" in r.json()["error"]
+    assert ledger_rows(server, "zed") == ledger_rows(server, "puri") == 0
+    ok = httpx.post(f"{server.url}/queries", json=count_by(privacy="zcdp:0.01"), headers=zcdp)
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["measure"] == "rho"
