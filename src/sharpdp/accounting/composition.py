@@ -8,8 +8,8 @@ theorem. Each analysis is a valid upper bound on its own, so the minimum is one 
   Cor 3.3] (exact for Gaussians; valid for every item with a GDP conversion, adaptively);
 * ``pld``: privacy-loss-distribution (FFT) composition of dominating pairs, pessimistically
   discretised (:mod:`sharpdp.accounting.pld`), valid adaptively;
-* ``kov``: the optimal composition of k (ε0, δ0)-DP mechanisms [Kairouz–Oh–Viswanath 2015,
-  Thm 3.3; Murtagh–Vadhan 2016], valid adaptively, computed in log space;
+* ``kov``: the optimal composition of (ε_i, δ_i)-DP mechanisms [Kairouz–Oh–Viswanath 2015,
+  Thm 3.3; Murtagh–Vadhan 2016, Thm 1.5 for distinct ε_i], valid adaptively, in log space;
 * ``ddr20``: the optimal composition of k η-bounded-range mechanisms [Dong–Durfee–Rogers 2020,
   Thm 3] — only with ``adaptive=False``, since it is the non-adaptive optimum (Dong–Durfee–Rogers
   2020 show that adaptivity can cost more);
@@ -49,6 +49,8 @@ class Composition(Composed):
     adaptive: bool = True
     accuracy: float = 1e-4
     _cache: dict[str, Guarantee | str] = field(default_factory=dict, compare=False, repr=False)
+    # certified points (ε, δ) of the profile answered so far (see _remembered)
+    _points: list[tuple[float, float]] = field(default_factory=list, compare=False, repr=False)
     notion: ClassVar[str] = "composition"
 
     def _prepare(self, a: Analysis) -> Guarantee | str:
@@ -123,6 +125,8 @@ class Composition(Composed):
         d = _validate.probability("delta", delta)
         if not self.items:
             return True
+        if self._remembered("delta", e) <= d:  # an earlier answer certified it already
+            return True
         for _, exact in self._exact():
             try:
                 return exact.delta(e) <= d
@@ -165,12 +169,32 @@ class Composition(Composed):
     def _epsilon(self, delta: float) -> float:
         if not self.items:
             return 0.0
-        return self._minimum("epsilon", delta, math.inf)
+        value = min(self._minimum("epsilon", delta, math.inf), self._remembered("epsilon", delta))
+        self._remember(value, delta)
+        return value
 
     def _delta(self, epsilon: float) -> float:
         if not self.items:
             return 0.0
-        return self._minimum("delta", epsilon, 1.0)
+        value = min(self._minimum("delta", epsilon, 1.0), self._remembered("delta", epsilon))
+        self._remember(epsilon, value)
+        return value
+
+    def _remembered(self, quantity: str, at: float) -> float:
+        """The best value implied by the points (ε′, δ′) certified by earlier answers: the exact
+        profile is non-increasing, so (ε′, δ′) certifies δ(ε) ≤ δ′ for every ε ≥ ε′ and
+        ε(δ) ≤ ε′ for every δ ≥ δ′. Hence ε(δ) and δ(ε) agree exactly on one composition:
+        δ(ε(δ)) ≤ δ and ε(δ(ε)) ≤ ε, whichever analyses answered (they may differ by their
+        accuracy otherwise, e.g. the PLD's grids for an ε and for a δ query)."""
+        if quantity == "epsilon":
+            return min((e for e, d in self._points if d <= at), default=math.inf)
+        return min((d for e, d in self._points if e <= at), default=1.0)
+
+    def _remember(self, epsilon: float, delta: float) -> None:
+        if math.isfinite(epsilon) and delta < 1.0:
+            if len(self._points) >= _MAX_POINTS:
+                del self._points[0]
+            self._points.append((epsilon, delta))
 
     def _renyi(self, alpha: float) -> float:
         return RDPSum(self.items)._renyi(alpha)
@@ -190,6 +214,27 @@ class Composition(Composed):
 
         return clt_estimate(self.items)
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the items and their counts, as ``repr`` lists them (nothing is computed;
+        ``explain(delta=...)`` shows every analysis with its value)."""
+        from sharpdp._format import html_table
+
+        mode = "adaptive" if self.adaptive else "non-adaptive (a batch fixed in advance)"
+        shown = dict(self._shown())  # as in repr: the accuracy only when not the default
+        accuracy = f", accuracy={shown['accuracy']!r}" if "accuracy" in shown else ""
+        return html_table(
+            [(repr(g), f"{n:,}") for g, n in self.items],
+            header=("item", "count"),
+            caption=f"Composition, {mode}{accuracy}",
+            right=(1,),
+        )
+
+
+#: The finest ``accuracy`` offered by :func:`compose`.
+MIN_ACCURACY = 1e-6
+#: Certified points a composition keeps (the oldest go first); lookups scan them linearly.
+_MAX_POINTS = 256
+
 
 def compose(items: Iterable[Item], adaptive: bool = True, *, accuracy: float = 1e-4) -> Composition:
     """Compose ``items`` (guarantees, mechanisms or ``(item, count)`` pairs).
@@ -198,10 +243,14 @@ def compose(items: Iterable[Item], adaptive: bool = True, *, accuracy: float = 1
         items: what was (or will be) run; equal items are grouped.
         adaptive: ``True`` (default) if later items may depend on earlier outputs. Analyses that
             hold only for batches fixed in advance (DDR20) are used only when ``False``.
-        accuracy: the relative accuracy to which refinable analyses (the PLD) are certified
-            (default 1e-4: their value is within it of their exact optimum). Smaller values give
-            sharper bounds at a higher cost (the grid spacing shrinks like √accuracy); every
-            value reported is a valid bound whatever the accuracy.
+        accuracy: the relative accuracy of refinable analyses (the PLD), in [1e-6, 1) (default
+            1e-4): the value they report is within it of their exact optimum — certified by
+            their bracket when it gets that narrow (grids of up to 2^22 bins), and measured
+            against exact values in the tests otherwise. Smaller values give sharper bounds at a
+            higher cost; every value reported is a valid bound whatever the accuracy. Finer
+            settings are refused: there the grids a certificate needs exceed 2^22 bins for atoms
+            off the grid, and the rigorous float-error bound of the FFTs (about 1e-9 relative,
+            added to the reported value) is no longer negligible.
 
     Returns:
         A :class:`Composition` answering ``epsilon``, ``delta``, ``renyi`` and ``explain``.
@@ -215,8 +264,11 @@ def compose(items: Iterable[Item], adaptive: bool = True, *, accuracy: float = 1
     if not isinstance(adaptive, bool):
         raise InvalidParameter(f"adaptive must be a bool, got {adaptive!r}")
     acc = _validate.positive("accuracy", accuracy)
-    if not acc < 1.0:
-        raise InvalidParameter(f"accuracy must be in (0, 1), got {accuracy!r}")
+    if not MIN_ACCURACY <= acc < 1.0:
+        raise InvalidParameter(
+            f"accuracy must be in [{MIN_ACCURACY:g}, 1), got {accuracy!r} (finer accuracy "
+            "cannot be certified by the PLD's grids)"
+        )
     return Composition(normalise(items), adaptive, acc)
 
 

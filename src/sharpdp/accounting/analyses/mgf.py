@@ -35,6 +35,7 @@ exact δ(ε) of the composition, and the upper end is reported.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -111,7 +112,9 @@ class Inversion:
         self, items: tuple[tuple[DominatingPair, int], ...], tolerance: float = DEFAULT_TOLERANCE
     ) -> None:
         if not invertible(items):
-            raise NotImplied("the inversion needs closed-form characteristic functions and a density part")
+            raise NotImplied(
+                "the inversion needs closed-form characteristic functions and a density part"
+            )
         from sharpdp.accounting.pld.composition import _merge_gaussians
 
         # μ-GDP pairs compose exactly (Dong–Roth–Su 2019 Cor 3.3): one group, μ rounded up
@@ -123,6 +126,9 @@ class Inversion:
         self.inf_mass_lo = max(0.0, -math.expm1(p_fin) * (1.0 - 1e-13))
         self.slack = sum(c * p.mgf_slack() for p, c in self.items)
         self._phi_cache: dict[tuple[int, _Plan], tuple[ComplexArray, FloatArray]] = {}
+        # the plans that certified the ε(δ) answers (any plan gives a valid bound at any ε):
+        # δ(ε) at such an ε also tries its plan, so that δ(ε(δ)) ≤ δ exactly
+        self._plans: dict[float, tuple[int, _Plan]] = {}
         self.max_loss = math.fsum(
             c * p.loss_bound() if p.gdp_mu() is None else math.inf for p, c in self.items
         )
@@ -211,6 +217,7 @@ class Inversion:
         # truncation: Φ((N+1)Δω)/(π Δω N) ≤ tol·scale/100 (in units of e^{K(a) − aε})
         goal = 1e-2 * self.tolerance * scale * math.pi * d_omega
         n = max(16, int(math.sqrt(2.0 * math.log(1e3 / self.tolerance) / k2) / d_omega) + 1)
+
         def enough(m: int) -> bool:
             return self._envelope(a, (m + 1) * d_omega, r0) / m <= goal
 
@@ -252,9 +259,27 @@ class Inversion:
         return math.exp(log_env) if log_env < 700.0 else math.inf
 
     def delta_bracket(self, epsilon: float) -> tuple[float, float]:
-        """(lower, upper) bounds on the exact δ(ε) of the composition (ε ≥ 0)."""
-        lo, hi, _ = self._evaluate(epsilon)
-        return lo, hi
+        """(lower, upper) bounds on the exact δ(ε) of the composition (ε ≥ 0).
+
+        Any tilt and nodes give valid bounds, so besides the plan made for ε, the plan that
+        certified an earlier ε(δ) answer near ε is evaluated too (the best ends are kept): the
+        answers then agree (δ(ε(δ)) ≤ δ), and δ is answered wherever ε was, even where the plan
+        made for ε alone would decline (a loss law close to atomic)."""
+        brackets = []
+        declined: NotImplied | None = None
+        try:
+            brackets.append(self._evaluate(epsilon)[:2])
+        except NotImplied as err:
+            declined = err
+        if self._plans:
+            near = min(self._plans, key=lambda e: abs(e - epsilon))
+            if abs(near - epsilon) <= _REPLAN * max(near, 1.0):
+                with contextlib.suppress(NotImplied, NumericalError):
+                    brackets.append(self._evaluate(epsilon, self._plans[near])[:2])
+        if not brackets:
+            assert declined is not None
+            raise declined
+        return max(b[0] for b in brackets), min(b[1] for b in brackets)
 
     def _phi(self, a: float, om: FloatArray, r0: int) -> tuple[ComplexArray, FloatArray]:
         """φ(ω) of ν_a (or of its part with r ≥ r0 density factors, see :func:`_split_terms`)
@@ -358,7 +383,9 @@ class Inversion:
         """A certified ε with δ(ε) ≤ ``delta``: the root of the upper bound, found by Newton
         steps on log δ (d log δ/dε ≈ −a at the saddle point), then checked."""
         if delta <= self.inf_mass_hi:
-            raise NotImplied(f"δ = {delta!r} is not above the mass at infinity {self.inf_mass_hi!r}")
+            raise NotImplied(
+                f"δ = {delta!r} is not above the mass at infinity {self.inf_mass_hi!r}"
+            )
         if delta >= 1.0:
             return 0.0
         target = math.log(delta - self.inf_mass_hi)
@@ -367,13 +394,14 @@ class Inversion:
         eps = min(self._guess(delta), hi)
         prev: tuple[float, float] | None = None
         planned: tuple[int, _Plan] | None = None
+        hi_plan: tuple[int, _Plan] | None = None
         planned_at = math.nan
         for _ in range(80):
             if planned is None or abs(eps - planned_at) > _REPLAN * max(eps, 1.0):
                 planned, planned_at = self._plan_any(eps), eps
             _, upper, a = self._evaluate(eps, planned)
             if upper <= delta:
-                hi = eps
+                hi, hi_plan = eps, planned
                 if eps == 0.0:
                     return 0.0
             else:
@@ -391,6 +419,7 @@ class Inversion:
             else:
                 step = -math.inf
             if upper <= delta and -step <= _EPS_RTOL * max(eps, 1.0):
+                self._remember(eps, planned)
                 return eps  # certified; a step down would gain nothing visible
             new = eps + step
             if upper > delta and step <= _EPS_RTOL * max(eps, 1.0):
@@ -398,9 +427,16 @@ class Inversion:
             if not lo < new < hi:  # Newton left the bracket: bisect
                 new = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * max(eps, 1.0)
             if hi - lo <= _EPS_RTOL * max(hi, 1.0) and math.isfinite(hi):
+                self._remember(hi, hi_plan)
                 return hi
             eps = new
         raise NumericalError(f"the inversion did not certify an ε at δ = {delta!r}")
+
+    def _remember(self, eps: float, plan: tuple[int, _Plan] | None) -> None:
+        if plan is not None:
+            if len(self._plans) >= 64:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[eps] = plan
 
     def _guess(self, delta: float) -> float:
         """ε where the saddle-point estimate of δ first reaches ``delta`` (scan over a grid of a)."""
@@ -433,7 +469,9 @@ class Inversion:
 # function Σ_{r≥r0} C(c, r) α̂^{c−r} γ̂^r decays like ω^{−r0}, is inverted.
 
 
-def _binomial_tail(count: int, r0: int, x: FloatArray, y: FloatArray, up: bool = True) -> FloatArray:
+def _binomial_tail(
+    count: int, r0: int, x: FloatArray, y: FloatArray, up: bool = True
+) -> FloatArray:
     """Σ_{r≥r0} C(c, r) x^{c−r} y^r = (x + y)^c · P[Bin(c, y/(x + y)) ≥ r0] for x, y ≥ 0
     (increasing in x and y), moved up (or down) by a 1e-9 relative margin for the incomplete beta
     function."""
@@ -519,7 +557,12 @@ def _lattice_spline_delta(eps0: float, count: int, r0: int, epsilon: float) -> t
         )  # fmt: skip
         weight = np.exp(log_w)
         # each lgamma errs by a few ulps of its value (up to lgamma(c + 1)), the rest by ~u·c·ε0
-        w_err = weight * 64.0 * U * (4.0 + np.abs(log_w) + 6.0 * gammaln(count + 1.0) + count * (1.0 + eps0))
+        w_err = (
+            weight
+            * 64.0
+            * U
+            * (4.0 + np.abs(log_w) + 6.0 * gammaln(count + 1.0) + count * (1.0 + eps0))
+        )
         t = epsilon - (m - 2.0 * j) * eps0
         if r == 0:
             live = t < 0.0
@@ -561,9 +604,7 @@ def _lattice_spline_delta(eps0: float, count: int, r0: int, epsilon: float) -> t
         integral = np.where(live, integral, 0.0)
         mag = np.where(live, mag, 0.0)
         value += float(np.sum(weight * integral))
-        err += float(
-            np.sum(w_err * np.abs(integral) + weight * mag * 64.0 * U * (8.0 + np.abs(t)))
-        )
+        err += float(np.sum(w_err * np.abs(integral) + weight * mag * 64.0 * U * (8.0 + np.abs(t))))
     return value, err * (1.0 + 1e-6)
 
 

@@ -11,6 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +30,8 @@ from sharpdp.accounting.pld.discrete import (
     _truncate,
     discretise,
 )
+from sharpdp.accounting.pld.outer import OuterAtoms, WithAtoms, outer_atoms
+from sharpdp.accounting.pld.outer import split as outer_split
 from sharpdp.accounting.pld.pairs import (
     DominatingPair,
     FinitePair,
@@ -43,6 +46,10 @@ FloatArray = npt.NDArray[np.float64]
 MAX_BINS = 2**22
 #: Automatic refinement steps after the first evaluation.
 MAX_REFINEMENTS = 6
+#: The order p assumed for the first refinement step (the gap shrinks like h^p): 2 for smooth
+#: laws (connect the dots), about 1.5 measured for many Laplace items, 1 for atoms off the grid.
+#: An underestimate costs a somewhat finer grid; an overestimate a whole extra step.
+_FIRST_ORDER = 1.5
 
 _GROUP_CACHE_BINS = 2**21
 _group_cache: OrderedDict[tuple[object, ...], DiscretePLD] = OrderedDict()
@@ -109,18 +116,22 @@ def _group_plds(
     tilt: float,
     pessimistic: bool,
     tail: float,
+    below: float = 0.0,
 ) -> list[tuple[DiscretePLD, int]]:
     """Every group's PLD on the grid h, ready for :func:`_compose_groups`.
 
-    Only δ(ε) for ε ≥ 0 is asked of the composition, so losses that stay below 0 whatever the
-    other groups add are not needed (:func:`_truncate`): the widest group is computed last and
-    cut at −c, with c ≥ 2h + the largest finite loss the other groups hold (rounded up to h·2^j,
-    so that the cut repeats across compositions and the group cache finds it). That shrinks its
-    FFT window by about half. The cut is checked against the float margins of the losses.
+    Only δ(ε) for ε ≥ −``below`` is asked of the composition (ε ≥ 0; ``below`` > 0 when atoms
+    summed outside, :mod:`sharpdp.accounting.pld.outer`, shift the arguments down), so losses that
+    stay below −``below`` whatever the other groups add are not needed (:func:`_truncate`): the
+    widest group is computed last and cut at −c, with c ≥ 2h + ``below`` + the largest finite
+    loss the other groups hold (rounded up to h·2^j, so that the cut repeats across compositions
+    and the group cache finds it). That shrinks its FFT window by about half. The cut is checked
+    against the float margins of the losses.
     """
     if len(items) == 1:
         pair, count = items[0]
-        return [(_group_pld(pair, count, h, tilt, pessimistic, tail, -h), 1)]
+        floor = -h if below == 0.0 else -_rounded_cut(h, below + 2.0 * h)
+        return [(_group_pld(pair, count, h, tilt, pessimistic, tail, floor), 1)]
 
     def width(i: int) -> float:
         pair, count = items[i]
@@ -140,8 +151,7 @@ def _group_plds(
         margins += q.loss_margin
     last = order[-1]
     pair, count = items[last]
-    cut = _math.up(2.0 * h + reach, 4)
-    cut = h * 2.0 ** math.ceil(math.log2(cut / h)) if math.isfinite(cut) else math.inf
+    cut = _rounded_cut(h, 2.0 * h + reach + below)
     q = _group_pld(pair, count, h, tilt, pessimistic, tail, -cut)
     if margins + q.loss_margin > h:  # the float margins would eat the 2h of slack: no cut
         q = _group_pld(pair, count, h, tilt, pessimistic, tail, -math.inf)
@@ -149,22 +159,41 @@ def _group_plds(
     return [(out[i], 1) for i in range(len(items))]
 
 
-def _compose_groups(parts: Sequence[tuple[DiscretePLD, int]], tail: float) -> DiscretePLD:
+def _rounded_cut(h: float, cut: float) -> float:
+    """``cut`` rounded up (by 4 ulps, then to h·2^j: cuts repeat across compositions)."""
+    cut = _math.up(cut, 4)
+    return h * 2.0 ** math.ceil(math.log2(cut / h)) if math.isfinite(cut) else math.inf
+
+
+def _compose_groups(
+    parts: Sequence[tuple[DiscretePLD, int]], tail: float, below: float = 0.0
+) -> DiscretePLD:
     """Self-compose every group by an FFT power, then convolve the groups smallest first; the
-    last step is truncated as final (nothing below loss 0 is kept)."""
+    last step is truncated as final (nothing below loss 0 is kept, or below −``below`` − 2h
+    rounded as in :func:`_group_plds` when arguments down to −``below`` are asked for)."""
     single = len(parts) == 1
+    floor = -math.inf
+    if below > 0.0:
+        h = parts[0][0].value_discretization
+        floor = -_rounded_cut(h, below + 2.0 * h)
+
+    def last(q: DiscretePLD) -> DiscretePLD:
+        return _truncate(q, tail, final=True) if below == 0.0 else _truncate(q, tail, floor=floor)
+
     heap: list[tuple[int, int, DiscretePLD]] = []
     for i, (pld, count) in enumerate(parts):
-        q = _power(pld, count, tail, final=single) if count > 1 else pld
-        if single and count == 1:
-            q = _truncate(q, tail, final=True)
+        if count > 1:
+            q = _power(pld, count, tail, final=single and below == 0.0, floor=floor)
+        else:
+            q = last(pld) if single else pld
         heap.append((q.data.size, i, q))
     heapq.heapify(heap)
     tick = len(heap)
     while len(heap) > 1:
         _, _, a = heapq.heappop(heap)
         _, _, b = heapq.heappop(heap)
-        c = _truncate(_convolve(a, b), tail, final=len(heap) == 0)
+        c = _convolve(a, b)
+        c = last(c) if len(heap) == 0 else _truncate(c, tail)
         heapq.heappush(heap, (c.data.size, tick, c))
         tick += 1
     return heap[0][2]
@@ -266,12 +295,25 @@ class PLDResult:
     _sides: dict[bool, tuple[tuple[DominatingPair, int], ...]] = field(
         default_factory=dict, repr=False
     )
+    _split: dict[
+        str, tuple[OuterAtoms | None, tuple[tuple[DominatingPair, int], ...]]
+    ] = field(default_factory=dict, repr=False)
 
     def _side_items(self, pessimistic: bool) -> tuple[tuple[DominatingPair, int], ...]:
-        """The items as discretised on one side: Gaussian pairs merged (:func:`_merge_gaussians`)."""
+        """The items discretised on one side (those not summed exactly as atoms, see
+        :meth:`_outer`): Gaussian pairs merged (:func:`_merge_gaussians`)."""
         if pessimistic not in self._sides:
-            self._sides[pessimistic] = _merge_gaussians(self.items, up=pessimistic)
+            rest = self._outer()[1]
+            self._sides[pessimistic] = _merge_gaussians(rest, up=pessimistic)
         return self._sides[pessimistic]
+
+    def _outer(self) -> tuple[OuterAtoms | None, tuple[tuple[DominatingPair, int], ...]]:
+        """(the atoms of the atomic groups summed exactly around the FFT composition, or None;
+        the items composed by FFT): see :mod:`sharpdp.accounting.pld.outer`."""
+        if "outer" not in self._split:
+            groups, rest = outer_split(self.items)
+            self._split["outer"] = (outer_atoms(groups) if groups else None, rest)
+        return self._split["outer"]
 
     @property
     def group_count(self) -> int:
@@ -352,9 +394,10 @@ class PLDResult:
         return float(k), float(var)
 
     def _align(self, h: float) -> float:
-        """Shrink h so that the lattice of the most numerous atomic pair lies on the grid."""
+        """Shrink h so that the lattice of the most numerous atomic pair (of those composed by
+        FFT) lies on the grid."""
         best: tuple[int, float] | None = None
-        for pair, count in self.items:
+        for pair, count in self._outer()[1]:
             a = pair.lattice()
             # a lattice finer than the grid needs no alignment (and must not shrink h)
             if a is not None and a >= h and (best is None or count > best[0]):
@@ -367,12 +410,15 @@ class PLDResult:
             return h
         return a / math.ceil(steps)
 
-    def _initial_h(self, eps_hat: float, delta: float) -> float:
+    def _initial_h(self, eps_hat: float, delta: float, sharper: float = 1.0) -> float:
+        """The first grid for a target relative accuracy in ε (divided by ``sharper``: a δ query
+        at ε with tilt λ needs about λε times the relative accuracy in ε, since
+        d log δ/dε ≈ −λ)."""
         k, var = self._spread()
         s = math.sqrt(var / k) if k > 0 and var > 0 else max(eps_hat, 1e-3)
         z = math.sqrt(2.0 * max(math.log(1.0 / max(delta, 1e-300)), 1.0))
         scale = max(eps_hat, math.sqrt(var), 1e-3)
-        h = s * math.sqrt(8.0 * self.target_relative_error * scale) / z
+        h = s * math.sqrt(8.0 * self.target_relative_error / max(sharper, 1.0) * scale) / z
         h = min(h, s / 4.0, scale / 16.0)
         # never start with more than 2^18 bins over the composed range
         width = self._width()
@@ -395,11 +441,20 @@ class PLDResult:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
+        atoms = self._outer()[0]
+        below = 0.0 if atoms is None else atoms.max_loss
         out = []
         for pess in (True, False):
-            parts = _group_plds(self._side_items(pess), h, tilt, pess, self.tail)
-            out.append(_compose_groups(parts, self.tail))
-        result = (out[0], out[1])
+            parts = _group_plds(self._side_items(pess), h, tilt, pess, self.tail, below)
+            out.append(_compose_groups(parts, self.tail, below))
+        if atoms is None:
+            result = (out[0], out[1])
+        else:
+            # the atomic groups' atoms, summed exactly around the rest (typed as the PLDs: the
+            # refinement only asks delta, epsilon and data of them)
+            upper, lower = WithAtoms(out[0], atoms), WithAtoms(out[1], atoms)
+            lower.sibling = upper
+            result = cast(tuple[DiscretePLD, DiscretePLD], (upper, lower))
         self._cache[key] = result
         return result
 
@@ -415,8 +470,13 @@ class PLDResult:
         for pair, count in self._side_items(False):
             weaker = pair.weaker(coarsen)
             merged[weaker] = merged.get(weaker, 0) + count
-        parts = _group_plds(tuple(merged.items()), h, tilt, False, self.tail)
-        return _compose_groups(parts, self.tail)
+        atoms = self._outer()[0]
+        below = 0.0 if atoms is None else atoms.max_loss
+        parts = _group_plds(tuple(merged.items()), h, tilt, False, self.tail, below)
+        composed = _compose_groups(parts, self.tail, below)
+        if atoms is None:
+            return composed
+        return cast(DiscretePLD, WithAtoms(composed, atoms))  # the atoms kept exact
 
     def lower_epsilon(self, delta: float, coarsen: float = 0.1) -> float:
         """A quick lower bound on the exact ε(δ) of the composed pairs: one optimistic pass at the
@@ -460,13 +520,30 @@ class PLDResult:
         h: float,
         tilt: float,
         floor: float,
+        rival: float = math.inf,
     ) -> tuple[float, float]:
         """Evaluate (optimistic, pessimistic) values at grid spacings h, h′, … until their gap is
-        at most target·value + floor, the predicted grid exceeds :data:`MAX_BINS`, or after
-        :data:`MAX_REFINEMENTS` steps. The next h assumes the gap shrinks like h^p, with p
-        estimated from the last two steps (p ∈ [1/2, 2], 2 at first)."""
+        at most target·value + floor, the optimistic value reaches ``rival``, the predicted grid
+        exceeds :data:`MAX_BINS`, or after :data:`MAX_REFINEMENTS` steps. The next h assumes the
+        gap shrinks like h^p, with p estimated from the last two steps (p ∈ [1/2, 2], 3/2 at
+        first)."""
+        # Every grid composed so far (for earlier queries) gives valid ends too: start from the
+        # best of them. This also makes ε(δ) and δ(ε) agree: the grid that certified ε(δ) is
+        # evaluated again by δ(ε(δ)), where it certifies δ itself.
         lo, hi = 0.0, math.inf
-        history: list[tuple[float, float]] = []
+        history: list[tuple[float, float]] = []  # (h, the width of that grid's own bracket)
+        for (h_c, tilt_c), (pess, opt) in list(self._cache.items()):
+            step_lo, step_hi = measure(pess, opt)
+            lo, hi = max(lo, step_lo), min(hi, step_hi)
+            # a finer grid at this tilt predicts the next one (another tilt's gap says little)
+            finer = tilt_c == tilt and h_c < h and 0.0 < step_hi - step_lo < step_hi < math.inf
+            if finer and (not history or h_c < history[0][0]):
+                history = [(h_c, step_hi - step_lo)]
+        if self._cache and (self._good_enough(lo, hi, floor) or lo >= rival):
+            return lo, hi
+        if history and self.value_discretization is None:
+            # a finer grid than the first one is known: predict from it
+            h = self._next_h(history[0][0], history[0][1], hi, _FIRST_ORDER)
         for _ in range(MAX_REFINEMENTS + 1):
             try:
                 pess, opt = self.plds(h, tilt)
@@ -474,31 +551,45 @@ class PLDResult:
                 if self.value_discretization is not None or not history:
                     raise
                 break
-            lo, hi = measure(pess, opt)
-            width = hi - lo
+            # every grid's ends are valid bounds: keep the best of each (a finer grid is not
+            # always sharper on both sides, e.g. when its float error bound grows)
+            step_lo, step_hi = measure(pess, opt)
+            lo, hi = max(lo, step_lo), min(hi, step_hi)
             if (
                 self.value_discretization is not None
-                or hi == 0.0
-                or math.isinf(hi)
-                or width <= self.target_relative_error * hi + floor
+                or self._good_enough(lo, hi, floor)
+                or lo >= rival
             ):
                 break
+            width = max(step_hi - step_lo, 1e-300)
             history.append((h, width))
-            p = 2.0
+            p = _FIRST_ORDER
             if len(history) >= 2:
                 (h1, w1), (h2, w2) = history[-2], history[-1]
-                if w2 >= w1:
+                if w2 >= w1 or h2 >= h1:
                     break  # refining does not help (e.g. the gap is the truncated tail mass)
                 p = min(2.0, max(0.5, math.log(w1 / w2) / math.log(h1 / h2)))
-            factor = (0.8 * self.target_relative_error * hi / width) ** (1.0 / p)
-            h_next = self._align(_ladder(h * min(0.7, max(0.05, factor))))
+            h_next = self._next_h(h, width, hi, p)
             if max(pess.data.size, opt.data.size) * h / h_next > MAX_BINS:
                 break
             h = h_next
         return lo, hi
 
-    def epsilon_bracket(self, delta: float) -> tuple[float, float]:
-        """(ε_optimistic, ε_pessimistic) at δ: the exact ε(δ) of the composition lies between."""
+    def _good_enough(self, lo: float, hi: float, floor: float) -> bool:
+        """Whether the bracket [lo, hi] meets the target (or cannot be refined: hi is 0 or inf)."""
+        return hi == 0.0 or math.isinf(hi) or hi - lo <= self.target_relative_error * hi + floor
+
+    def _next_h(self, h: float, width: float, value: float, order: float) -> float:
+        """The grid predicted to bring a gap of ``width`` at spacing h under 0.8·target·value,
+        assuming the gap shrinks like h^order (a step of at most 0.7 and at least 0.05)."""
+        factor = (0.8 * self.target_relative_error * value / width) ** (1.0 / order)
+        return self._align(_ladder(h * min(0.7, max(0.05, factor))))
+
+    def epsilon_bracket(self, delta: float, rival: float = math.inf) -> tuple[float, float]:
+        """(ε_optimistic, ε_pessimistic) at δ: the exact ε(δ) of the composition lies between.
+
+        Refinement stops early once ε_optimistic ≥ ``rival`` (a value known from elsewhere: this
+        composition's exact ε is then at least the rival, so refining cannot beat it)."""
         d = _validate.real("delta", delta)
         if not 0.0 <= d <= 1.0:
             raise InvalidParameter(f"delta must be in [0, 1], got {d!r}")
@@ -513,15 +604,16 @@ class PLDResult:
             # δ = P[L = ∞] exactly: ε is the largest finite loss of the composition
             eps_hat = max(pair.loss_bound() * c for pair, c in self.items) or 1.0
         h = self.value_discretization or self._initial_h(eps_hat, d)
-        lo, hi = self._refine(lambda p, o: (o.epsilon(d), p.epsilon(d)), h, lam, 1e-12)
+        lo, hi = self._refine(lambda p, o: (o.epsilon(d), p.epsilon(d)), h, lam, 1e-12, rival)
         return float(lo), float(hi)
 
     def epsilon(self, delta: float) -> float:
         """Smallest ε with (ε, δ)-DP certified by the PLD (pessimistic; a valid upper bound)."""
         return self.epsilon_bracket(delta)[1]
 
-    def delta_bracket(self, epsilon: float) -> tuple[float, float]:
-        """(δ_optimistic, δ_pessimistic) at ε: the exact δ(ε) of the composition lies between."""
+    def delta_bracket(self, epsilon: float, rival: float = math.inf) -> tuple[float, float]:
+        """(δ_optimistic, δ_pessimistic) at ε: the exact δ(ε) of the composition lies between
+        (refinement stops early once δ_optimistic ≥ ``rival``, as for :meth:`epsilon_bracket`)."""
         e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
         p_inf = self.inf_mass
         if not self.items:
@@ -536,9 +628,9 @@ class PLDResult:
             # discretise losses this far out in the tail.
             return p_inf, min(1.0, _math.up(p_inf + _math.exp_up(log_d + 1e-9 * -log_d)))
         d_hat = min(0.5, max(math.exp(min(max(log_d, -700.0), 0.0)), 1e-300))  # log_d may be inf
-        h = self.value_discretization or self._initial_h(max(e, 1e-3), d_hat)
+        h = self.value_discretization or self._initial_h(max(e, 1e-3), d_hat, lam * e)
         # the truncated tails (each ≤ tail, moved to +∞) put a floor under the gap
-        lo, hi = self._refine(lambda p, o: (o.delta(e), p.delta(e)), h, lam, 1e3 * self.tail)
+        lo, hi = self._refine(lambda p, o: (o.delta(e), p.delta(e)), h, lam, 1e3 * self.tail, rival)
         return float(lo), float(hi)
 
     def delta(self, epsilon: float) -> float:

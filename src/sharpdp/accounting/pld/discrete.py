@@ -28,10 +28,12 @@ FloatArray = npt.NDArray[np.float64]
 T = TypeVar("T")
 
 U = 2.0**-53
-#: Per-stage relative error assumed for numpy's (pocketfft) FFT butterflies, in ulps. The
-#: componentwise bound used is |fft(x)_ω − DFT(x)_ω| ≤ FFT_ULPS·u·log2(N)·Σ|x| (each output is a
-#: sum over a butterfly tree of depth log2 N whose nodes multiply by unit twiddles and add, each
-#: with relative error ≲ 5u + twiddle error). Tests check it against exact DFTs.
+#: Per-stage relative error assumed for numpy's (pocketfft) FFT butterflies, in ulps. The bound
+#: used is normwise, ‖fft(x) − DFT(x)‖₂ ≤ FFT_ULPS·u·log2(N)·‖DFT(x)‖₂, the form of the classical
+#: FFT error analysis (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thm 24.2:
+#: log2(N)·η with η ≈ 5u + the twiddle error per butterfly stage), for forward and inverse real
+#: transforms. Tests check it (and the componentwise |fft(x)_ω − DFT(x)_ω| ≤ FFT_ULPS·u·log2(N)·Σ|x|)
+#: against exact DFTs.
 FFT_ULPS = 10.0
 #: Default bound on each truncated tail (probability mass moved to +∞ or to the lowest loss).
 DEFAULT_TAIL = 1e-24
@@ -39,6 +41,8 @@ DEFAULT_TAIL = 1e-24
 _ALIAS_REL = 1e-15
 #: Largest FFT size used.
 MAX_FFT = 2**24
+#: Discretised laws of at least this many bins get a blocked MGF bound (:meth:`_MGF._of_blocks`).
+_MGF_BLOCKED = 1024
 #: Orders β at which moment generating functions are tracked (log-spaced, both signs, and 0).
 _POS = 2.0 ** (np.arange(-12, 25) / 2.0)
 #: Largest |loss|/h of a pair that the grid discretises (node indices are int64).
@@ -68,6 +72,8 @@ class _MGF:
         keep = masses > 0.0
         if not keep.any():
             return cls(np.full(MGF_ORDERS.size, -np.inf))
+        if masses.size >= _MGF_BLOCKED:
+            return cls._of_blocks(masses, losses)
         lm = np.log(masses[keep])
         ll = losses[keep]
         out = np.empty(MGF_ORDERS.size)
@@ -77,6 +83,27 @@ class _MGF:
             z = lm[None, :] + b * ll[None, :]
             top = z.max(axis=1, keepdims=True)
             out[start : start + step] = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
+        return cls(out + 1e-12 * (1.0 + np.abs(out)))
+
+    @classmethod
+    def _of_blocks(cls, masses: FloatArray, losses: FloatArray) -> _MGF:
+        """An upper bound from blocks of 8 bins: Σ_block m_j e^{βl_j} ≤ (Σ_block m_j)·e^{βl*}
+        with l* the block's largest (β ≥ 0) or smallest (β < 0) loss — within e^{|β|·7h} of the
+        exact value, 8× fewer exponentials. (Block sums of ≤ 8 non-negative terms err by < 8u.)"""
+        b = 8
+        n = masses.size
+        pad = -n % b
+        m = np.concatenate([masses, np.zeros(pad)]).reshape(-1, b)
+        ls = np.concatenate([losses, np.full(pad, losses[-1])]).reshape(-1, b)
+        sums = m.sum(axis=1) * (1.0 + 16 * U)
+        keep = sums > 0.0
+        lm = np.log(sums[keep])
+        hi = ls.max(axis=1)[keep]
+        lo = ls.min(axis=1)[keep]
+        beta = MGF_ORDERS[:, None]
+        z = lm[None, :] + np.where(beta >= 0.0, beta * hi[None, :], beta * lo[None, :])
+        top = z.max(axis=1, keepdims=True)
+        out = top[:, 0] + np.log(np.exp(z - top).sum(axis=1))
         return cls(out + 1e-12 * (1.0 + np.abs(out)))
 
     # log-MGF values beyond the float range become ±inf (M = ∞ or 0), their correct rounding
@@ -135,20 +162,15 @@ def _suffix_log_tables(lv: FloatArray, h: float | None) -> tuple[FloatArray, Flo
     """log A_k = log Σ_{j≥k} w_j and (if h is given) log δ_k = log Σ_{j>k} w_j (1 − e^{−(j−k)h})
     for w_j = e^{lv_j} on a uniform grid of step h.
 
-    δ_k comes from the recursion δ_k = (1 − e^{−h}) A_{k+1} + e^{−h} δ_{k+1} (since
-    1 − e^{−(j−k)h} = (1 − e^{−h}) + e^{−h}(1 − e^{−(j−k−1)h})), a first-order linear filter
-    with positive coefficients run over positive inputs: no cancellation, so with the suffix
-    sums' (n − 1)u its relative error is at most about 5n·u (each step adds ≤ 3u, the
-    coefficients' rounding ≤ u per step of decay). Scaled by the segment's maximum and redone on
-    the tail where the values underflow.
+    δ_k = (1 − e^{−h}) Σ_{j>k} e^{−(j−k−1)h} A_j (since 1 − e^{−(j−k)h} = (1 − e^{−h}) Σ_{0≤i<j−k}
+    e^{−ih}): a sum of positive terms, evaluated by :func:`_decay_sums` (no cancellation; relative
+    error at most :func:`_decay_sums_error`). With the suffix sums' (n − 1)u the relative error of
+    δ_k is below (n + that)·u plus the logs. Scaled by the segment's maximum and redone on the tail
+    where the values underflow.
     """
-    from scipy.signal import lfilter
-
     n = lv.size
     out_a = np.full(n, -np.inf)
     out_d = np.full(n, -np.inf)
-    c = -math.expm1(-h) if h is not None else 0.0
-    decay = math.exp(-h) if h is not None else 0.0
     start = 0
     while start < n:
         seg = lv[start:]
@@ -161,8 +183,7 @@ def _suffix_log_tables(lv: FloatArray, h: float | None) -> tuple[FloatArray, Flo
             out_a[start:] = np.log(acc_rev[::-1]) + top
             check = acc_rev[::-1]
             if h is not None and seg.size > 1:
-                d_rev = lfilter([0.0, c], [1.0, -decay], acc_rev)
-                d = d_rev[::-1]
+                d = _decay_sums(acc_rev, h)[::-1]
                 out_d[start:] = np.log(d) + top
                 check = np.minimum(check[:-1], d[:-1])
         small = np.nonzero(check < 1e-250)[0]
@@ -172,13 +193,71 @@ def _suffix_log_tables(lv: FloatArray, h: float | None) -> tuple[FloatArray, Flo
     return out_a, out_d
 
 
+def _decay_block(h: float, n: int) -> int:
+    """The block length of :func:`_decay_sums`: e^{B·h} stays below e^16, and B ≤ 2048 (short
+    tables of e^{±jh}; the loop over blocks is cheap at that length)."""
+    return max(1, min(n, 2048, int(16.0 / h)))
+
+
+def _decay_sums(x: FloatArray, h: float) -> FloatArray:
+    """y_n = (1 − e^{−h}) Σ_{m<n} e^{−(n−1−m)h} x_m for x ≥ 0 (the first-order filter
+    y_n = (1 − e^{−h}) x_{n−1} + e^{−h} y_{n−1}, y_0 = 0), in numpy.
+
+    Within blocks of B ≤ 2048 points (e^{Bh} ≤ e^16) it is e^{−(i−1)h} times a cumulative sum of
+    e^{jh} x_j; the blocks are chained by the same recursion on their first points. Every term is
+    non-negative, so the relative error is at most (B + (2Bh + 8)(n/B + 1) + n/B)·u: the
+    cumulative sums' (B − 1)u, the exponentials' arguments (≤ 2Bh·u) and a few roundings per
+    term and per block (:func:`_decay_sums_error`).
+    """
+    n = x.size
+    c = -math.expm1(-h)
+    b = _decay_block(h, n)
+    nb = -(-n // b)
+    padded = np.zeros(nb * b)
+    padded[:n] = x
+    blocks = padded.reshape(nb, b)
+    j = np.arange(b, dtype=np.float64)
+    up = np.exp(j * h)
+    down = np.exp(-j * h)
+    with np.errstate(under="ignore"):
+        sums = np.cumsum(blocks * up, axis=1)  # Σ_{j≤i} e^{jh} x_j
+        local = np.zeros((nb, b))
+        local[:, 1:] = c * down[:-1] * sums[:, :-1]  # c Σ_{j<i} e^{−(i−1−j)h} x_j
+        ends = c * math.exp(-(b - 1) * h) * sums[:, -1]  # into the next block's first point
+    starts = np.zeros(nb)
+    decay = math.exp(-b * h)
+    acc = 0.0
+    for i in range(1, nb):  # about n/2048 + n·h/16 blocks: a short loop
+        acc = decay * acc + float(ends[i - 1])
+        starts[i] = acc
+    with np.errstate(under="ignore"):
+        out = starts[:, None] * down[None, :] + local
+    return np.asarray(out.reshape(-1)[:n], dtype=np.float64)
+
+
+def _decay_sums_error(n: int, h: float) -> float:
+    """The relative error bound of :func:`_decay_sums` on n points, in units of u."""
+    b = _decay_block(h, n)
+    blocks = n // b + 1
+    return b + (2.0 * b * h + 8.0) * blocks + blocks
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class DiscretePLD:
     """A discretised privacy loss law on the grid l_j = (offset + j)·h + phase, plus a mass at +∞.
 
-    Masses are stored *tilted*: the mass of bin j is ``data[j]·exp(log_scale − tilt·l_j)``, and
-    ``|data[j] − ideal[j]| ≤ error`` for every j, where *ideal* is the exact-arithmetic result of
-    the discretisation and compositions that produced it; outside the stored bins the ideal is 0.
+    Masses are stored *tilted*: the mass of bin j is ``data[j]·exp(log_scale − tilt·l_j)``. The
+    *ideal* measure I is the exact-arithmetic result of the discretisation and compositions that
+    produced it, supported on the stored bins; the float error data − I is split as a + e + r:
+    ``|a_j| ≤ error`` on every bin (a per-bin part, from regridding), e of tilted total mass
+    Σ|e_j| ≤ ``error_l1`` (errors proportional to the masses themselves: rounding of the inputs,
+    propagated through compositions, and wrapped-around tails) and r of Euclidean norm
+    ‖r‖₂ ≤ ``error_l2`` (the rounding of the FFTs, bounded normwise as FFT error analysis does).
+    δ(ε) is a sum of the tilted masses weighted by g_j = e^{log_scale − λl_j}(1 − e^{ε − l_j})_+,
+    so the L1 part moves it by at most ``error_l1``·max g ≤ ``error_l1``·e^{log_scale − λε}c(λ),
+    c(λ) = λ^λ/(1 + λ)^{1+λ}, and the L2 part by ``error_l2``·‖g‖₂ (Cauchy–Schwarz; see
+    :meth:`_extra_delta`), whatever their support; a per-bin bound on a window of n bins could cost
+    up to n times more, which made finer grids (larger windows) *less* sharp.
     The ideal measure is pessimistic (its profile lies above the exact one at every ε) or
     optimistic (below), as ``pessimistic`` says; :meth:`delta` and :meth:`epsilon` fold the float
     error in the same direction. ``loss_margin`` bounds how far the exact pair's losses can exceed
@@ -191,7 +270,9 @@ class DiscretePLD:
         offset: the index of the first bin; ``phase``: the grid offset φ (a pair's heaviest atom
             lies on a node).
         data: tilted masses, normalised to sum 1; ``log_scale`` and ``tilt`` untilt them.
-        error: the per-bin float-error bound on ``data``.
+        error: the per-bin float-error bound on ``data`` (the part a above).
+        error_l1: the bound on the tilted total mass of the error part e above.
+        error_l2: the bound on the Euclidean norm of the error part r above.
         inf_mass: the mass at +∞ (an upper bound if pessimistic, a lower bound if optimistic).
         pessimistic: which side of the exact law this is.
         loss_margin: the bound on how far the float losses may lag the exact ones.
@@ -212,7 +293,9 @@ class DiscretePLD:
     loss_margin: float
     mgf: _MGF = field(repr=False)
     finite_low: float = 0.0
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    error_l1: float = 0.0
+    error_l2: float = 0.0
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
         kind = "pessimistic" if self.pessimistic else "optimistic"
@@ -236,21 +319,31 @@ class DiscretePLD:
             return np.asarray(np.exp(np.log(self.data) + self.log_scale - self.tilt * self.losses))
 
     # -- profile ---------------------------------------------------------------------------------
-    def _tables(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
-        """Per bin k (bins with l_k > −h − margin): l_k, log A_k = log Σ_{j≥k} w_j,
+    def _tables(
+        self, low: float | None = None
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
+        """Per bin k (bins with l_k > ``low``, by default −h − margin: what δ(ε ≥ 0) needs):
+        l_k, log A_k = log Σ_{j≥k} w_j,
         log δ_k = log Σ_{j>k} w_j (1 − e^{l_k − l_j}) and log G_k = log Σ_{j≥k} w_j e^{l_k − l_j},
         with w the error-adjusted weights; plus the relative error bound of δ_k (and of A, G).
 
         δ_k is computed by a recursion of positive terms (:func:`_suffix_log_tables`), so its
         relative error is O(n·u) with no 1/h cancellation factor.
         """
-        cached = self._cache.get("tables")
-        if cached is not None:
-            return cached  # type: ignore[no-any-return]
         h = self.value_discretization
+        if low is None:
+            low = -h - self.loss_margin
+        named = self._cache.get(("tables-at", low))
+        if named is not None:
+            return named  # type: ignore[no-any-return]
         l_all = self.losses
-        first = int(np.searchsorted(l_all, -h - self.loss_margin, side="right"))
+        first = int(np.searchsorted(l_all, low, side="right"))
         first = max(0, first - 1)
+        key = f"tables{first}"
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache[("tables-at", low)] = cached
+            return cached  # type: ignore[no-any-return]
         ls = l_all[first:]
         d = self.data[first:]
         adjusted = d + self.error if self.pessimistic else np.maximum(d - self.error, 0.0)
@@ -260,7 +353,8 @@ class DiscretePLD:
         if n == 0:
             empty = np.empty(0)
             out = (empty, empty, empty, empty, 0.0)
-            self._cache["tables"] = out
+            self._cache[key] = out
+            self._cache[("tables-at", low)] = out
             return out
         log_a, log_d = _suffix_log_tables(lw, h)
         log_d[-1] = -np.inf  # nothing lies above the last bin
@@ -270,10 +364,41 @@ class DiscretePLD:
         finite = lw[np.isfinite(lw)]
         mags = float(np.max(np.abs(finite))) if finite.size else 0.0
         mags += abs(self.log_scale) + float(np.max(np.abs(self.tilt * ls)))
-        margin = (6.0 * n + 64.0 + 8.0 * mags) * U
+        margin = (2.0 * n + _decay_sums_error(n, h) + 64.0 + 8.0 * mags) * U
         out = (ls, log_a, log_d, log_g, margin)
-        self._cache["tables"] = out
+        self._cache[key] = out
+        self._cache[("tables-at", low)] = out
         return out
+
+    def deltas(self, ts: FloatArray) -> FloatArray:
+        """δ at every real t of ``ts`` (any sign; as :meth:`delta`, rounded the same way): the
+        profile of this law at losses below 0 too, valid at every t (mass truncated below the
+        window only makes it looser there: moved up, pessimistic, or dropped, optimistic). For
+        compositions summed over the atoms of another law (:mod:`sharpdp.accounting.pld.outer`)."""
+        t = np.asarray(ts, dtype=np.float64)
+        m = self.loss_margin
+        at = t - m if self.pessimistic else t + m
+        ls, log_a, log_d, _, margin = self._tables(-math.inf)  # every bin: t may be anywhere
+        out = np.zeros(t.size)
+        if ls.size:
+            k = np.searchsorted(ls, at, side="right")
+            live = k < ls.size
+            kk = np.minimum(k, ls.size - 1)
+            x = ls[kk] - at
+            with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
+                # (beyond the last bin x < 0 gives NaN here, masked out below)
+                log_v = np.logaddexp(np.log(-np.expm1(-x)) + log_a[kk], -x + log_d[kk])
+                out = np.where(live, np.where(log_v > 700.0, np.inf, np.exp(log_v)), 0.0)
+        extra = self._extra_deltas(at)
+        if self.pessimistic:
+            value = (out * (1.0 + margin) + self.inf_mass + extra) * (1.0 + 4 * U)
+            value = np.where(value > 0.0, np.nextafter(value, np.inf), 0.0)
+            return np.asarray(np.minimum(1.0, value), dtype=np.float64)
+        value = (out * (1.0 - margin) + self.inf_mass) * (1.0 - 4 * U) - extra
+        return np.asarray(np.clip(value * (1.0 - 4 * U), 0.0, 1.0), dtype=np.float64)
+
+    def _has_extra(self) -> bool:
+        return (self.error_l1 > 0.0 or self.error_l2 > 0.0) and self.data.size > 0
 
     def _delta_finite(self, eps: float) -> float:
         """Σ_j w_j (1 − e^{eps − l_j})_+ (before the margin), for real eps."""
@@ -299,37 +424,102 @@ class DiscretePLD:
             return self.inf_mass
         _, _, _, _, margin = self._tables()
         if self.pessimistic:
-            value = self._delta_finite(e - self.loss_margin) * (1.0 + margin) + self.inf_mass
+            at = e - self.loss_margin
+            value = self._delta_finite(at) * (1.0 + margin) + self.inf_mass
+            value = (value + self._extra_delta(at)) * (1.0 + 4 * U)
             return min(1.0, math.nextafter(value, math.inf) if value > 0 else 0.0)
-        value = self._delta_finite(e + self.loss_margin) * (1.0 - margin) + self.inf_mass
+        at = e + self.loss_margin
+        value = self._delta_finite(at) * (1.0 - margin) + self.inf_mass
+        value = value * (1.0 - 4 * U) - self._extra_delta(at)
         return max(0.0, min(1.0, value * (1.0 - 4 * U)))
+
+    def _extra_delta(self, epsilon: float) -> float:
+        """The most the error parts e and r can move δ at ``epsilon`` (the point δ_finite is
+        evaluated at), rounded up: with w = e^{log_scale − λε},
+        ``error_l1``·w·c(λ) + ``error_l2``·w·√(I(λ)/h + c(λ)²), where c(λ) = sup_{x≥0}
+        e^{−λx}(1 − e^{−x}) = λ^λ/(1 + λ)^{1+λ} and I(λ) = ∫_0^∞ e^{−2λx}(1 − e^{−x})² dx =
+        1/(2λ(2λ + 1)(λ + 1)): ‖g‖₂² is a sum of the unimodal e^{−2λx}(1 − e^{−x})² over points
+        h apart, at most its integral over h plus its maximum. (λ = 0: c = 1, ‖g‖₂ ≤ √n.) Zero at
+        ε beyond the last stored loss, where no weight remains."""
+        return float(self._extra_deltas(np.array([epsilon]))[0])
+
+    def _extra_deltas(self, eps: FloatArray) -> FloatArray:
+        """:meth:`_extra_delta` at every point of ``eps``."""
+        if not self._has_extra():
+            return np.zeros(eps.size)
+        h = self.value_discretization
+        last = (self.offset + self.data.size - 1) * h + self.phase
+        lam = self.tilt
+        if lam > 0.0:
+            log_c = lam * math.log(lam / (1.0 + lam)) - math.log1p(lam)
+            integral = 1.0 / (2.0 * lam * (2.0 * lam + 1.0) * (lam + 1.0))
+            norm2 = math.sqrt(integral / h * (1.0 + 1e-9) + math.exp(2.0 * log_c))
+        else:
+            log_c = 0.0
+            norm2 = math.sqrt(self.data.size)
+        factor = self.error_l1 * math.exp(log_c) + self.error_l2 * norm2
+        log_w = self.log_scale - lam * eps
+        # the exponent errs by a few ulps of its terms, the factor by a few ulps
+        log_w = log_w + 16 * U * (4.0 + abs(self.log_scale) + np.abs(lam * eps) + abs(log_c))
+        arg = log_w + math.log(factor)
+        with np.errstate(over="ignore"):
+            value = np.where(arg > 700.0, np.inf, np.exp(np.minimum(arg, 700.0)) * (1.0 + 16 * U))
+        beyond = eps >= last + 4 * U * (abs(last) + h)
+        return np.asarray(np.where(beyond, 0.0, value), dtype=np.float64)
 
     def epsilon(self, delta: float) -> float:
         """ε(δ): the smallest ε ≥ 0 with δ(ε) ≤ δ for this discrete law (pessimistic: an upper
         bound on the exact ε(δ); optimistic: a lower bound). Exact between grid points (there
-        δ(ε) = (1 − e^{−x})A_k + e^{−x}δ_k with x = l_k − ε), then rounded against the user."""
+        δ(ε) = (1 − e^{−x})A_k + e^{−x}δ_k with x = l_k − ε), then rounded against the user and
+        checked with :meth:`delta` (pessimistic: δ(ε) ≤ δ; optimistic: δ(ε) > δ, so every smaller
+        ε is excluded too). The error parts e and r move δ by the decreasing
+        :meth:`_extra_delta`: it is taken at a point on the safe side of the root (the root without
+        it for the pessimistic side, 0 and then the previous root for the optimistic side)."""
         d = _validate.real("delta", delta)
         if not 0.0 <= d <= 1.0:
             raise InvalidParameter(f"delta must be in [0, 1], got {d!r}")
-        if self.delta(0.0) <= d:
-            return 0.0
         if d < self.inf_mass:
             return math.inf
-        ls, log_a, log_d, log_g, margin = self._tables()
-        if ls.size == 0:
+        ls, _, _, _, margin = self._tables()
+        if not self.pessimistic:
+            # (δ(0) ≤ d is no short cut here: the error part's allowance, sized for the tilt's
+            # ε, may swamp δ(0); the root is found and checked instead)
+            return self._optimistic_epsilon(d, margin) if ls.size else 0.0
+        if self.delta(0.0) <= d or ls.size == 0:
             return 0.0
-        sign = 1.0 if self.pessimistic else -1.0
-        target = (d - self.inf_mass) / (1.0 + sign * margin)
-        if target < 0.0:
-            return math.inf
+        # the finite part may use (d − p∞)/(1 + 4u) − l1(ε), and δ_finite carries (1 + margin)
+        budget = (d / (1.0 + 8 * U) - self.inf_mass) / (1.0 + margin)
+        eps, k = self._root(budget)
+        if eps > -math.inf and (self.error_l1 > 0.0 or self.error_l2 > 0.0):
+            extra = self._extra_delta(max(eps, 0.0) - self.loss_margin) / (1.0 + margin)
+            eps, k = self._root(budget - extra)
+        if eps == -math.inf:  # nothing left for the finite part at any grid point
+            return self._beyond_top(d)
+        # Certify: the reported ε must satisfy δ(ε) <= d as evaluated by :meth:`delta` (the same
+        # rounding); if the closed form fell short, use the grid points above (δ is decreasing).
+        candidates = [eps] + [float(v) for v in ls[k : k + 4]]
+        for c in candidates:
+            e = self._shift(c)
+            if self.delta(e) <= d:
+                return e
+        for c in ls[k + 4 :]:  # pragma: no cover - defensive: rounding larger than a few bins
+            e = self._shift(float(c))
+            if self.delta(e) <= d:
+                return e
+        return self._beyond_top(d)
+
+    def _root(self, target: float) -> tuple[float, int]:
+        """(ε, k): the float root of Σ_j w_j (1 − e^{ε − l_j})_+ = target on the tables (ε in
+        (l_{k−1}, l_k]); ε = −inf when target ≤ 0, the top loss when target is 0 exactly."""
+        ls, log_a, log_d, log_g, _ = self._tables()
+        if target < 0.0 or not ls.size:
+            return -math.inf, ls.size
         if target == 0.0:
             # δ_finite(ε) = 0 iff ε >= the largest loss carrying weight
             live = np.nonzero(np.isfinite(log_a))[0]
-            top = float(ls[live[-1]]) if live.size else 0.0
-            e = self._shift(top)
-            return e if not self.pessimistic or self.delta(e) <= d else math.inf
-        with np.errstate(divide="ignore"):
-            log_t = math.log(target)
+            k = int(live[-1]) if live.size else 0
+            return float(ls[k]), k
+        log_t = math.log(target)
         # δ_k decreasing in k: first k with δ_k <= target
         k = int(np.searchsorted(-log_d, -log_t, side="left"))
         if k >= ls.size:  # pragma: no cover - δ at the last bin is 0
@@ -342,21 +532,51 @@ class DiscretePLD:
             x = max(log_g[k] - log_am, 0.0)
             if k > 0:
                 x = min(x, self.value_discretization)
-        eps = float(ls[k]) - x
-        if not self.pessimistic:
-            return self._shift(eps)
-        # Certify: the reported ε must satisfy δ(ε) <= d as evaluated by :meth:`delta` (the same
-        # rounding); if the closed form fell short, use the grid points above (δ is decreasing).
-        candidates = [eps] + [float(v) for v in ls[k : k + 4]]
+        return float(ls[k]) - x, k
+
+    def _beyond_top(self, d: float) -> float:
+        """Pessimistic ε where only the mass at +∞ and the error part remain: the top loss
+        carrying weight, else where l1(ε) ≤ d − p∞ (the error part decays like e^{−λε}), else
+        the last stored loss (beyond which the error part is 0); inf if none is certified."""
+        ls, log_a, _, _, _ = self._tables()
+        live = np.nonzero(np.isfinite(log_a))[0]
+        candidates = [self._shift(float(ls[live[-1]]) if live.size else 0.0)]
+        room = d / (1.0 + 8 * U) - self.inf_mass
+        extra = self._extra_delta(candidates[0] - self.loss_margin)
+        if room > 0.0 and self.tilt > 0.0 and extra > 0.0:
+            need = candidates[0] + math.log(extra / room) / self.tilt
+            candidates += [self._shift(need), self._shift(need + self.value_discretization)]
+        last = (self.offset + self.data.size - 1) * self.value_discretization + self.phase
+        candidates.append(self._shift(last + 8 * U * (abs(last) + self.value_discretization)))
+        for e in sorted(candidates):
+            if self.delta(e) <= d:
+                return e
+        return math.inf
+
+    def _optimistic_epsilon(self, d: float, margin: float) -> float:
+        """The optimistic ε(δ): the root of the lower profile, first without the error part's
+        allowance, then with it taken at that root (one fixed-point step from above), moved
+        down until :meth:`delta` exceeds d there. δ of the exact law is non-increasing and
+        :meth:`delta` is below it, so every smaller ε is then excluded too: a valid lower end."""
+        ls = self._tables()[0]
+        h = self.value_discretization
+        # δ_opt(ε) ≤ d iff δ_finite ≤ ((d/(1 − 4u) + l1(ε))/(1 − 4u) − p∞)/(1 − margin); the
+        # threshold is rounded up (a larger target only lowers the root)
+        allowance = d / (1.0 - 4 * U) / (1.0 - 4 * U)
+        scale = (1.0 + 8 * U) / (1.0 - margin)
+        eps, k = self._root((allowance - self.inf_mass) * scale)
+        if eps > -math.inf and (self.error_l1 > 0.0 or self.error_l2 > 0.0):
+            extra = self._extra_delta(self._shift(eps) + self.loss_margin) / (1.0 - 4 * U)
+            eps, k = self._root((allowance + extra - self.inf_mass) * scale)
+        if eps == -math.inf:  # pragma: no cover - the target is positive here
+            return 0.0
+        steps = [eps - t * (abs(eps) + h) for t in (0.0, 1e-12, 1e-10, 1e-8, 1e-6)]
+        candidates = [*steps, *(float(v) for v in ls[max(k - 4, 0) : k][::-1])]
         for c in candidates:
             e = self._shift(c)
-            if self.delta(e) <= d:
+            if e == 0.0 or self.delta(e) > d:
                 return e
-        for c in ls[k + 4 :]:  # pragma: no cover - defensive: rounding larger than a few bins
-            e = self._shift(float(c))
-            if self.delta(e) <= d:
-                return e
-        raise NumericalError(f"could not certify epsilon(delta={d!r}) on the PLD grid")
+        return 0.0
 
     def _shift(self, eps_f: float) -> float:
         """Apply the loss margin (true losses may exceed the float ones by ``loss_margin``) and a
@@ -414,19 +634,36 @@ def _from_masses(
         data = np.zeros(masses.size)
         data[0] = 0.0
         log_scale = 0.0
-        err = 0.0
+        err_l1 = 0.0
     else:
-        w = np.exp(lw - top)
+        with np.errstate(under="ignore"):
+            w = np.exp(lw - top)
         s = float(w.sum())
         data = w / s
         log_scale = top + math.log(s)
-        # exp/log/normalisation: a few ulps relative per bin, below 8u·data ≤ 8u (uniform bound)
-        err = 16 * U
+        # Relative error per bin of data_j·e^{log_scale} against m_j e^{λ l_j}: the exponents
+        # log m_j + λl_j − top err by ulps of their terms, exp/division/log(s) by a few ulps (the
+        # rounding of s cancels between data and log_scale): an L1 bound Σ_j data_j·rel_j.
+        live = data > 0.0
+        rel = np.abs(lw[live]) + np.abs(tilt * losses[live]) + 2.0 * np.abs(lw[live] - top)
+        err_l1 = float(np.dot(data[live], rel + abs(log_scale) + 16.0)) * U * 2.0
     if mgf is None:
         mgf = _MGF.of_masses(masses, losses)
     low = float(masses.sum()) * (1.0 - 4 * (masses.size + 4) * U)
     return DiscretePLD(
-        h, offset, phase, data, log_scale, tilt, err, inf, pessimistic, margin, mgf, finite_low=low
+        h,
+        offset,
+        phase,
+        data,
+        log_scale,
+        tilt,
+        0.0,
+        inf,
+        pessimistic,
+        margin,
+        mgf,
+        finite_low=low,
+        error_l1=err_l1,
     )
 
 
@@ -491,20 +728,24 @@ def _convolve(a: DiscretePLD, b: DiscretePLD) -> DiscretePLD:
     x, y = a.data, b.data
     nx, ny = x.size, y.size
     sx, sy = float(x.sum()), float(y.sum())
-    sx_ideal = sx + nx * a.error
-    sy_ideal = sy + ny * b.error
+    # x̃*ỹ − x*y = (x̃ − x)*ỹ + x*(ỹ − y) with x, y the ideals (‖x‖₁ ≤ sx_ideal): each error part
+    # convolved with a measure keeps its kind — per-bin (bounded by the part times the measure's
+    # mass), L1 (‖e*μ‖₁ ≤ ‖e‖₁‖μ‖₁, also for tilted masses) and L2 (Young: ‖r*μ‖₂ ≤ ‖r‖₂‖μ‖₁)
+    sx_ideal = sx + nx * a.error + a.error_l1 + math.sqrt(nx) * a.error_l2
+    err = a.error * sy + b.error * sx_ideal
+    err_l1 = a.error_l1 * sy + b.error_l1 * sx_ideal
+    err_l2 = a.error_l2 * sy + b.error_l2 * sx_ideal
     if nx * ny <= 200_000 or min(nx, ny) <= 16:
         z = np.convolve(x, y)
-        # each output is a sum of <= min(nx, ny) non-negative products
-        rnd = (min(nx, ny) + 4) * U * sx * sy * 2.0
+        # each output is a sum of <= min(nx, ny) non-negative products: relative rounding
+        err_l1 += (min(nx, ny) + 4) * U * sx * sy * 2.0
     else:
         n = nx + ny - 1
         big = _next_pow2(n)
         if big > MAX_FFT:
             raise NumericalError(f"FFT of size {big} exceeds the limit {MAX_FFT}: grid too fine")
         z = np.fft.irfft(np.fft.rfft(x, big) * np.fft.rfft(y, big), big)[:n]
-        rnd = (3.0 * FFT_ULPS * math.log2(big) + 6.0) * U * sx * sy
-    err = a.error * sy_ideal + b.error * sx_ideal + a.error * b.error * min(nx, ny) + rnd
+        err_l2 += _fft_convolution_l2(x, y, sx, sy, big)
     z = np.maximum(z, 0.0)
     s = float(z.sum())
     if s <= 0.0:
@@ -529,7 +770,27 @@ def _convolve(a: DiscretePLD, b: DiscretePLD) -> DiscretePLD:
         a.loss_margin + b.loss_margin + 4 * U * (abs(a.phase) + abs(b.phase) + h),
         a.mgf.plus(b.mgf),
         finite_low=a.finite_low * b.finite_low * (1.0 - 8 * U),
+        error_l1=err_l1 / s * (1.0 + 4 * U),
+        error_l2=err_l2 / s * (1.0 + 4 * U),
     )
+
+
+def _fft_gamma(big: int) -> float:
+    """The normwise relative error of numpy's FFT of size ``big`` (see :data:`FFT_ULPS`)."""
+    return FFT_ULPS * U * math.log2(big)
+
+
+def _fft_convolution_l2(x: FloatArray, y: FloatArray, sx: float, sy: float, big: int) -> float:
+    """A bound on ‖irfft(rfft(x)·rfft(y)) − x⊛y‖₂ for x, y ≥ 0 (sums sx, sy) zero-padded to
+    ``big``. With γ the FFTs' normwise relative error (‖fl(Fv) − Fv‖₂ ≤ γ‖Fv‖₂, Fv of norm
+    √N‖v‖₂ by Parseval; Higham, *Accuracy and Stability of Numerical Algorithms*, Thm 24.2):
+    the spectra err by γ√N‖x‖₂ and γ√N‖y‖₂, their product (|Fx| ≤ sx, |Fy| ≤ sy) by
+    √N(γ(‖x‖₂sy + sx‖y‖₂) + 2u·sx‖y‖₂), which the inverse maps to 1/√N of it, plus its own
+    γ‖x⊛y‖₂ ≤ γ·sx‖y‖₂; second-order terms are covered by the factor (1 + 3γ√N)."""
+    g = _fft_gamma(big)
+    nx2 = float(np.sqrt(np.dot(x, x)))
+    ny2 = float(np.sqrt(np.dot(y, y)))
+    return (2.0 * g + 2.0 * U) * (nx2 * sy + sx * ny2) * (1.0 + 3.0 * g * math.sqrt(big))
 
 
 def _truncate(
@@ -560,6 +821,7 @@ def _truncate(
     inf = p.inf_mass
     mgf = p.mgf
     err = p.error
+    err_l1 = p.error_l1
     low_mass = p.finite_low
     lo_loss = (p.offset + j0) * h + p.phase
     hi_loss = (p.offset + j1) * h + p.phase
@@ -568,7 +830,7 @@ def _truncate(
         if p.pessimistic:
             add = math.exp(log_tau + p.tilt * lo_loss - p.log_scale)
             data[0] += add
-            err += 4 * U * add
+            err_l1 += 4 * U * add
             mgf = mgf.add_atom(log_tau, lo_loss)
         else:
             low_mass -= math.exp(log_tau) * (1.0 + 4 * U)
@@ -594,6 +856,8 @@ def _truncate(
         p.loss_margin,
         mgf,
         finite_low=max(low_mass, 0.0),
+        error_l1=err_l1 / s * (1.0 + 4 * U),
+        error_l2=p.error_l2 / s * (1.0 + 4 * U),
     )
 
 
@@ -670,23 +934,38 @@ def _power(
     np.multiply(rk, np.cos(angle), out=w.real)
     np.multiply(rk, np.sin(angle), out=w.imag)
     y = np.fft.irfft(w, big)
-    # error: input (float data and the FFT), power, inverse FFT, aliasing
+    # Error, split as in DiscretePLD. (1) The ideal input error x̃ − x = a + e + r, through the
+    # telescoping sum x̃^{*k} − x^{*k} = Σ_j x̃^{*j} * (x̃ − x) * x^{*(k−1−j)}: its per-bin and L1
+    # parts give an L1 part of norm ≤ k·(n·error + error_l1)·(sx + E)^{k−1} (E bounds ‖x̃ − x‖₁;
+    # wrapping around the window keeps L1 norms) and its L2 part an L2 part of norm
+    # ≤ k·error_l2·(sx + E)^{k−1}·√(wraps) (Young's inequality; a circular wrap adds up to
+    # `wraps` copies). (2) The ideal's tilted mass outside the window, wrapped into it (alias):
+    # L1. (3) The FFTs and the power of the computed x̃, normwise (see _fft_convolution_l2): the
+    # spectrum errs by ‖ΔX‖₂ ≤ γ√N‖x̃‖₂, the k-th power by k·max(|X̃| + ‖ΔX‖₂)^{k−1}·‖ΔX‖₂
+    # plus its rounding (relative k·u(|log r| + 8) + 6u per frequency), the inverse maps all
+    # that to 1/√N of it and adds γ‖ỹ‖₂/(1 − γ): an L2 part.
     sx = float(x.sum())
-    log2n = math.log2(big)
-    e_in = FFT_ULPS * U * log2n * sx + n * p.error
+    g = _fft_gamma(big)
+    e_ideal = n * p.error + p.error_l1 + math.sqrt(n) * p.error_l2
+    grow_ideal = math.exp((k - 1) * math.log(sx + e_ideal)) * (1.0 + 8 * k * U)
+    err_l1 = k * (n * p.error + p.error_l1) * grow_ideal + alias
+    wraps = math.ceil(full / big)
+    nx2 = float(np.sqrt(np.dot(x, x)))
+    e_spec = g * math.sqrt(big) * nx2
     with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
-        grow = np.exp((k - 1) * np.log(r + e_in))
-        e_pow = k * grow * e_in + rk * (k * U * (np.abs(np.where(r > 0, log_r, 0.0)) + 8.0) + 6 * U)
-    e_pow = np.where(np.isfinite(e_pow), e_pow, np.inf)
+        grow = math.exp((k - 1) * math.log(float(r.max()) + e_spec))
+        rounding = rk * (k * U * (np.abs(np.where(r > 0, log_r, 0.0)) + 8.0) + 6 * U)
     weights = np.full(r.size, 2.0)
     weights[0] = 1.0
     if big % 2 == 0:
         weights[-1] = 1.0
-    err = (
-        float((weights * e_pow).sum()) + FFT_ULPS * U * log2n * float((weights * rk).sum())
-    ) / big
-    err = err * (1.0 + 8 * U) + alias
-    if not math.isfinite(err):
+    rounding_l2 = float(np.sqrt(np.dot(weights, rounding * rounding)))
+    y_l2 = float(np.sqrt(np.dot(y, y)))
+    err_l2 = k * p.error_l2 * grow_ideal * math.sqrt(wraps)
+    err_l2 += (k * grow * e_spec + rounding_l2) / math.sqrt(big) + g * y_l2 / (1.0 - g)
+    err_l2 *= 1.0 + 8 * U
+    err = 0.0
+    if not (math.isfinite(err_l1) and math.isfinite(err_l2)):
         raise NumericalError("FFT error bound overflowed in self_compose (a bug)")
     idx = (np.arange(j_lo, j_hi + 1) - k * p.offset) % big
     data = np.maximum(y[idx], 0.0)
@@ -706,6 +985,8 @@ def _power(
     inf = min(1.0, inf * (1.0 + 8 * k * U)) if p.pessimistic else max(0.0, inf * (1.0 - 8 * k * U))
     log_scale = k * s + math.log(total)
     err = err / total * (1.0 + 4 * U)
+    err_l1 = err_l1 / total * (1.0 + 4 * U)
+    err_l2 = err_l2 / total * (1.0 + 4 * U)
     lo_loss = j_lo * h + big_phase
     hi_loss = j_hi * h + big_phase
     if p.pessimistic:
@@ -713,7 +994,7 @@ def _power(
             log_tau = mk.log_below(lo_loss)
             add = math.exp(log_tau + lam * lo_loss - log_scale)
             data[0] += add
-            err += 4 * U * add
+            err_l1 += 4 * U * add
             mk = mk.add_atom(log_tau, lo_loss)
         if j_hi < support_hi:
             inf = min(1.0, (inf + math.exp(mk.log_above(hi_loss))) * (1.0 + 4 * U))
@@ -739,6 +1020,8 @@ def _power(
         margin,
         mk,
         finite_low=max(low_mass, 0.0),
+        error_l1=err_l1,
+        error_l2=err_l2,
     )
 
 
@@ -747,7 +1030,8 @@ def _regrid(p: DiscretePLD, h: float) -> DiscretePLD:
 
     Pessimistic: connect the dots applied to every bin (each bin is an atom; its P- and Q-mass are
     split between the two enclosing nodes), done on the tilted masses (re-tilted by e^{λ(t − l)})
-    so that the float error stays a uniform tilted bound; the MGF grows by at most e^{|β|h}.
+    so that the float error stays a tilted bound of the same kind; the MGF grows by at most
+    e^{|β|h}.
     Optimistic: the optimistic construction of :mod:`sharpdp.accounting.pld.grid` applied to lower bounds of
     the ideal masses. Both preserve the order of profiles, so brackets stay valid.
     """
@@ -775,7 +1059,15 @@ def _regrid(p: DiscretePLD, h: float) -> DiscretePLD:
         out += np.bincount(j + 1, weights=up_val, minlength=n_new)
         fan_in = int(np.max(np.bincount(j, minlength=n_new) + np.bincount(j + 1, minlength=n_new)))
         total = float(out.sum())
-        err = p.error * math.exp(lam * h) * fan_in + 16 * U * float(out.max())
+        # the per-bin part is split (factors ≤ 1, re-tilted by ≤ e^{λh}) onto ≤ fan_in new bins;
+        # the L1 part keeps its norm up to e^{λh} (the two shares of a bin sum to it, f_up + f_dn
+        # = 1); the splits and sums err relatively by a few ulps per term (an L1 part)
+        grow = math.exp(lam * h)
+        err = p.error * grow * fan_in
+        err_l1 = p.error_l1 * grow + (fan_in + 16.0 + 2.0 * lam * h) * 2.0 * U * total
+        # an L2 part: each bin's error goes to 2 new bins (factors ≤ e^{λh}), each new bin takes
+        # from ≤ fan_in old ones: by Cauchy–Schwarz its norm grows by ≤ e^{λh}·√(2·fan_in)
+        err_l2 = p.error_l2 * grow * math.sqrt(2.0 * fan_in)
         mgf = _MGF(p.mgf.values + np.abs(MGF_ORDERS) * h + 1e-12 * np.abs(p.mgf.values))
         return DiscretePLD(
             h,
@@ -790,11 +1082,16 @@ def _regrid(p: DiscretePLD, h: float) -> DiscretePLD:
             margin,
             mgf,
             finite_low=p.finite_low,
+            error_l1=err_l1 / total * (1.0 + 4 * U),
+            error_l2=err_l2 / total * (1.0 + 4 * U),
         )
     from sharpdp.accounting.pld.pairs import GridContents, _add_atoms
 
     with np.errstate(divide="ignore", under="ignore"):
-        low = np.exp(np.log(np.maximum(p.data - p.error, 0.0)) + p.log_scale - lam * ls)
+        # per bin, |data − ideal| ≤ error + error_l1 + error_l2 (a part's entry is at most its
+        # L1 or L2 norm): lower bounds of the ideal masses
+        lower = np.maximum(p.data - (p.error + p.error_l1 + p.error_l2), 0.0)
+        low = np.exp(np.log(lower) + p.log_scale - lam * ls)
     lo = math.floor((float(ls[0]) - phase) / h)
     hi = max(math.ceil((float(ls[-1]) - phase) / h), lo + 1)
     acc = GridContents.empty(h, lo, hi, phase, p.inf_mass)
