@@ -35,7 +35,7 @@ made by another process applies to this accountant's next spend.
 Speed (``bench/ledger.py``): the ledger groups equal descriptions into (item, count) pairs and
 caches each account's grouped history, re-reading only rows newer than the cache — also inside the
 spend's transaction, so every check covers every committed row, whoever wrote it. A spend thus
-composes one pair per *distinct* description. For histories with many distinct descriptions (≥ 32)
+composes one pair per *distinct* description. For histories with many distinct descriptions (≥ 8)
 a quick sufficient check runs first: the history's Rényi divergences summed at 40 fixed orders
 (kept incrementally, every operation rounded up; RDP composition, Mironov 2017 Prop 1) plus the new
 spend, converted to ε(δ) by CKS20 Prop 12 — a valid bound. If it fits, the spend is accepted and
@@ -127,7 +127,7 @@ def _merged(
 
 
 #: Histories with at least this many distinct descriptions get the quick Rényi-summary pre-check.
-_SUMMARY_MIN_ITEMS = 32
+_SUMMARY_MIN_ITEMS = 8
 #: Relative accuracy certified for the PLD analysis inside a spend (the reported pessimistic value
 #: is typically far closer: long histories of one kind read within ~1e-6 of the 1e-4 value, at a
 #: third of the cost; the odometer's own readings use compose's default).
