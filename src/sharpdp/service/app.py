@@ -13,6 +13,10 @@ Routes (JSON in and out; the OpenAPI schema is at ``/openapi.json``, the docs at
   theorem that prices it and the release it paid for.
 * ``GET /releases/{id}`` (analyst) — a past release of the caller (free: post-processing).
 * ``GET /datasets`` (analyst) — the served data sets and their columns.
+* ``GET /calculator/items``, ``POST /calculator/compose`` (public) — the privacy calculator
+  (:mod:`sharpdp.service.calculator`).
+* ``GET /`` and ``GET /calculator`` — the analyst's page and the calculator's page
+  (:mod:`sharpdp.service.pages`; assets under ``/static``).
 
 Every refusal is a 4xx with ``{"error": "..."}``: 401 (no/bad/expired/revoked token), 403 (over
 budget: nothing spent; or an analyst token on an admin route), 404 (unknown data set or release,
@@ -43,7 +47,7 @@ from sharpdp._version import __version__
 from sharpdp.accounting.ledger import Ledger
 from sharpdp.cli.budget import Cost, spend_cost
 from sharpdp.mechanisms._samplers import as_generator
-from sharpdp.service import spelling
+from sharpdp.service import calculator, pages, spelling
 from sharpdp.service._db import Database
 from sharpdp.service.auth import Analyst, Authenticator
 from sharpdp.service.config import ServiceConfig, check_period, example_config, load
@@ -305,6 +309,8 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
     app.state.service = service
     app.add_middleware(Guard, limit=config.max_body_bytes)
     _handlers(app)
+    app.include_router(calculator.router)  # public: the privacy calculator's API
+    pages.mount(app)  # the analyst's page (/) and the calculator's (/calculator)
 
     # -- admin ------------------------------------------------------------------------------------
     @app.post("/admin/analysts", status_code=201, tags=["admin"])

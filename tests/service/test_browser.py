@@ -1,0 +1,222 @@
+"""The web pages in a real browser: Playwright drives Debian's Chromium (``/usr/bin/chromium``,
+installed by ``.ci/run`` with apt) against a real uvicorn server.
+
+The analyst signs in with a token, runs a query from the form, and the numbers the page shows
+equal the API's; the calculator composes two mechanisms and shows the library's ε, rounded up.
+A screenshot of each page goes to a temporary directory (printed; never into the repository).
+With ``CI=true`` a missing Chromium or Playwright fails the test; elsewhere a missing Chromium
+skips it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from servers import Server, bearer, new_analyst, write_config
+
+import sharpdp as sdp
+from sharpdp._format import lower, upper
+from sharpdp.service.calculator import more_fit
+
+CHROMIUM = Path("/usr/bin/chromium")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+TIMEOUT_MS = 15_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: apt-get install chromium fonts-liberation"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # a dependency of the test extra: always a failure
+        pytest.fail("playwright is missing: pip install -e '.[test]'")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM))
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    s = Server(write_config(tmp_path_factory.mktemp("browser"), budget="approx:1,1e-6")).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture
+def page(browser: Any, server: Server) -> Iterator[Any]:
+    """A fresh page that records every request and script error."""
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    tab.requests = []
+    tab.errors = []
+    tab.on("request", lambda r: tab.requests.append(r.url))
+    tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+    tab.on("console", lambda m: tab.errors.append(m.text) if m.type == "error" else None)
+    yield tab
+    context.close()
+    assert not tab.errors, tab.errors
+    # offline: nothing fetched from anywhere but the server
+    assert all(u.startswith(server.url) for u in tab.requests), tab.requests
+
+
+def shown_number(text: str) -> float:
+    return math.inf if text == "inf" else float(text)
+
+
+def test_analyst_signs_in_runs_a_query_and_sees_the_apis_numbers(
+    page: Any, server: Server, shots: Path
+) -> None:
+    token = new_analyst(server.url, "bea", "approx:1,1e-6")
+    page.goto(f"{server.url}/")
+    page.fill("#token", token)
+    page.click("#sign-in")
+    page.wait_for_selector("#workspace", state="visible")
+    assert page.text_content("#who") == "bea"
+
+    page.select_option("#dataset", "people")
+    page.select_option("#query", "count_by")
+    page.select_option("#column", "dept")
+    page.fill("#keys", "a, b, c")
+    page.fill("#privacy", "pure:0.1")
+    page.fill("#max-groups", "1")
+    page.fill("#max-rows", "1")
+    page.click("#run")
+    page.wait_for_selector("#release-panel", state="visible")
+    release_id = page.text_content("#release-id")
+    assert release_id
+    page.wait_for_selector("#history tbody tr")
+
+    # the release as the API returns it, and as the page shows it
+    api = httpx.get(f"{server.url}/releases/{release_id}", headers=bearer(token)).json()
+    columns = page.eval_on_selector_all(
+        "#release-rows thead th", "cells => cells.map(c => c.textContent)"
+    )
+    assert columns == list(api["rows"][0])
+    cells = page.eval_on_selector_all(
+        "#release-rows tbody tr",
+        "rows => rows.map(r => [...r.querySelectorAll('td')].map(c => c.textContent))",
+    )
+    assert len(cells) == len(api["rows"]) == 3
+    for shown, row in zip(cells, api["rows"], strict=True):
+        for text, (column, value) in zip(shown, row.items(), strict=True):
+            if isinstance(value, int | float):
+                assert shown_number(text) == value, (column, text, value)
+            else:
+                assert text == str(value), (column, text, value)
+    assert [row["dept"] for row in api["rows"]] == ["a", "b", "c"]
+    # one bar and one error bar (3 lines) per key
+    assert page.locator("#release-chart rect.bar-value").count() == 3
+    assert page.locator("#release-chart line.whisker").count() == 9
+
+    # the budget left and the spends, as the API reports them (spent up, remaining down)
+    budget = httpx.get(f"{server.url}/budget", headers=bearer(token)).json()
+    assert page.text_content("#spent") == upper(budget["spent"])
+    assert page.text_content("#remaining") == lower(budget["remaining"])
+    assert page.text_content("#budget-text") == budget["budget"]
+    [spend] = budget["history"]
+    assert spend["release"] == release_id
+    history = page.eval_on_selector_all(
+        "#history tbody tr", "rows => rows.map(r => r.querySelector('.cost').textContent)"
+    )
+    assert history == [upper(spend["cost"])]
+
+    path = shots / "analyst.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"\nscreenshot of the analyst's page: {path}")
+    assert path.stat().st_size > 10_000
+
+    # a clamped mean from the same form: one row, its value and interval as the API's
+    page.select_option("#query", "mean")
+    page.select_option("#column", "value")
+    page.fill("#bounds", "0, 100")
+    page.click("#run")
+    from playwright.sync_api import expect  # the page's policy forbids wait_for_function
+
+    expect(page.locator("#release-id")).not_to_have_text(release_id, timeout=TIMEOUT_MS)
+    mean_id = page.text_content("#release-id")
+    api = httpx.get(f"{server.url}/releases/{mean_id}", headers=bearer(token)).json()
+    [row] = api["rows"]
+    shown = page.eval_on_selector_all(
+        "#release-rows tbody td", "cells => cells.map(c => [c.dataset.col, c.textContent])"
+    )
+    assert [(c, shown_number(t)) for c, t in shown] == list(row.items())
+    expect(page.locator("#history tbody tr")).to_have_count(2, timeout=TIMEOUT_MS)
+
+
+def test_a_wrong_token_is_refused_in_the_page(page: Any, server: Server) -> None:
+    page.goto(f"{server.url}/")
+    page.fill("#token", "sdp_not-a-token")
+    page.click("#sign-in")
+    page.wait_for_selector("#signin-panel .hint.error")
+    assert "401" in page.text_content("#signin-panel .hint")
+    assert page.is_hidden("#workspace")
+    page.errors.clear()  # the browser logs the 401 of the refused fetch
+
+
+def test_calculator_composes_two_mechanisms_as_the_library(
+    page: Any, server: Server, shots: Path
+) -> None:
+    page.goto(f"{server.url}/calculator")
+    page.wait_for_selector("#spellings:not(:empty)")
+    for item, count in (("gaussian:5", "100"), ("laplace:2", "10")):
+        page.click("#add")
+        row = page.locator("#items tbody tr").last
+        row.locator(".item").fill(item)
+        row.locator(".count").fill(count)
+    page.fill("#delta", "1e-6")
+    page.fill("#budget", "approx:20,1e-6")
+    page.fill("#next", "gaussian:20")
+    page.click("#compute")
+    page.wait_for_selector("#result", state="visible")
+
+    items = [(sdp.Gaussian(5.0), 100), (sdp.Laplace(2.0), 10)]
+    epsilon = sdp.compose(items).epsilon(1e-6)
+    assert page.text_content("#epsilon") == upper(epsilon)
+    winner = sdp.compose(items).explain(delta=1e-6).winner
+    assert page.text_content("#winner") == winner.name
+    assert winner.value is not None
+    assert page.text_content("#analyses tr.winner td.num") == upper(winner.value)
+    more, _ = more_fit(items, sdp.Gaussian(20.0), sdp.ApproxDP(20.0, 1e-6))
+    assert f"{more:,} more" in page.text_content("#fit")
+    # δ(ε) drawn: the sharpest line and one per analysis that applies
+    assert page.locator("#curve path.sharpest").count() == 1
+    assert page.locator("#curve path.line").count() >= 2
+
+    path = shots / "calculator.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"\nscreenshot of the calculator: {path}")
+    assert path.stat().st_size > 10_000
+
+
+def test_page_rounds_bounds_as_the_library(page: Any, server: Server) -> None:
+    """The page's directed rounding (``sharpdp.js``) prints what ``_format.upper``/``lower``
+    print, on awkward values and random ones."""
+    page.goto(f"{server.url}/calculator")
+    rng = random.Random(7)
+    values = [0.1, 1e-6, 2.0, 5.2215344, 0.46211716, 2.5e-12, 999999.5, 9.999995, 1e20, -0.1]
+    values += [5e-324, 1.7976931348623157e308, 123456789.0, 0.00012345678, -3e-7]
+    values += [rng.uniform(-10, 10) * 10 ** rng.randint(-8, 12) for _ in range(200)]
+    for digits in (3, 6):
+        got = page.evaluate(
+            "([xs, d]) => xs.map(x => [sharpdp.upper(x, d), sharpdp.lower(x, d)])",
+            [values, digits],
+        )
+        assert got == [[upper(x, digits), lower(x, digits)] for x in values]
