@@ -696,10 +696,16 @@ def run_duckdb(rows: int) -> list[Row]:
                     "key": "item",
                     "query": q,
                     "public_keys": {"range": KEYS},
+                    "warm": True,
                 }
             )
         )
         out.append(Row("duckdb", lab, "sharpdp (DuckDB)", q, res))
+        if res.get("ok") and "warm_seconds" in res:
+            # the same query again in the same process: the steady state the SQL baselines show
+            # (the first run also pays the session's registration scan and lazy imports)
+            warm = {**res, "seconds": res["warm_seconds"], "note": "2nd run in the process"}
+            out.append(Row("duckdb", lab, "sharpdp (DuckDB)", f"{q}, warm", warm))
         print(f"# sharpdp duckdb {lab} {q}: {res}"[:300], file=sys.stderr, flush=True)
     return out
 
