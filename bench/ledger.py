@@ -14,8 +14,14 @@ Scenarios (one ledger each):
 * ``100 kinds``  — 10^4 spends of 100 different Gaussian mechanisms;
 * ``10^4 kinds`` — 10^4 spends, every one a different Gaussian (the worst case for grouping).
 
-For each: the time to open the ledger (read-only validation of every row), the first spend of a
-fresh accountant (reads and groups all 10^4 rows), then warm spends (p50/p95/max), and warm spends
+* ``growing: 40 distinct Laplace`` (and ``… EM/Laplace/pure``) — a fresh account that spends 40
+  mechanisms of distinct parameters one after another, each spend recomposing a history of
+  distinct items (what the data layer and the service do: one heterogeneous item per query);
+  every spend's latency is reported (p50/p95/max and the slowest spend's index).
+
+For the pre-filled ledgers: the time to open the ledger (read-only validation of every row), the
+first spend of a fresh accountant (reads and groups all 10^4 rows), then warm spends (p50/p95/max),
+and warm spends
 when another connection commits one row to the same account between our spends (the cache re-reads
 only that row). Every spend is durable (WAL, synchronous=FULL: one fsync per commit), so the
 wall-clock numbers include the disk's fsync latency; the CPU time of the process is shown too.
@@ -124,6 +130,24 @@ def run(
     )
 
 
+def growing(label: str, path: Path, items: list[Guarantee], budget: Guarantee) -> None:
+    """Spend ``items`` one by one on a fresh account; print each spend's latency distribution."""
+    times = []
+    with Accountant(budget, ledger=str(path), analyst="ana") as acc:
+        for item in items:
+            t0 = time.perf_counter()
+            acc.spend(item)
+            times.append(time.perf_counter() - t0)
+        reading = acc.epsilon(budget.delta_) if isinstance(budget, sdp.ApproxDP) else None
+    ms = 1e3
+    slowest = max(range(len(times)), key=times.__getitem__)
+    print(
+        f"{label:32s} {len(items)} spends | p50 {statistics.median(times) * ms:7.2f} "
+        f"p95 {percentile(times, 0.95) * ms:7.2f} max {max(times) * ms:7.2f} ms "
+        f"(slowest: spend #{slowest + 1}) | reading ε = {reading}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000)
@@ -156,6 +180,22 @@ def main() -> None:
             [sdp.Gaussian(100.0 + i) for i in range(n)],
             max(8, args.spends // 10),
         )
+        budget = sdp.ApproxDP(50.0, 1e-6)
+        growing(
+            "growing: 40 distinct Laplace",
+            root / "laplace40.sqlite",
+            [sdp.Laplace(10.0 + 0.5 * i) for i in range(40)],
+            budget,
+        )
+        mixed: list[Guarantee] = []
+        for i in range(10):
+            mixed += [
+                sdp.Exponential(0.05 + 0.01 * i),
+                sdp.Laplace(20.0 + i),
+                sdp.PureDP(0.02 + 0.003 * i),
+                sdp.ApproxDP(0.03 + 0.002 * i, 1e-9),
+            ]
+        growing("growing: 40 EM/Laplace/pure/approx", root / "mixed40.sqlite", mixed, budget)
 
 
 if __name__ == "__main__":
