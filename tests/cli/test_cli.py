@@ -128,6 +128,8 @@ def test_query_uses_the_ledgers_budget_unless_told(people_csv: Path, tmp_path: P
         (["count", "--unit", "who", "--privacy", "approx:nan,1e-6"], "--privacy"),
         (["sum", "spent", "--unit", "who", "--drop-null-units"], "--bounds"),
         (["count", "--privacy", "pure:1"], "--unit"),
+        # brackets in a message are text, not rich markup (they used to vanish)
+        (["count-by", "[bold]x[/bold]", "--unit", "who", "--drop-null-units"], "[bold]x[/bold]"),
     ],
 )
 def test_bad_input_is_one_line_and_a_nonzero_exit(

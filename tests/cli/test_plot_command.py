@@ -173,3 +173,24 @@ def test_bad_plans_are_named(tmp_path: Path, plan: str, message: str) -> None:
     result = runner.invoke(app, ["plot", "profile", str(path), "-o", str(tmp_path / "p.png")])
     assert result.exit_code == 2
     assert message in " ".join(result.output.split())
+
+
+def test_without_matplotlib_the_hint_names_the_extra(tmp_path: Path) -> None:
+    """Without matplotlib, one line names the extra to install (``sharpdp[plot]``, brackets kept:
+    rich markup once swallowed ``[plot]``)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from sharpdp.cli import main\n"
+        f"sys.argv = ['sharpdp', 'plot', 'capacity', 'exponential:0.025', '--budget',"
+        f" 'approx:1,1e-6', '-o', {str(tmp_path / 'c.png')!r}]\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "pip install 'sharpdp[plot]'" in text
+    assert "Traceback" not in text
+    assert not (tmp_path / "c.png").exists()

@@ -50,6 +50,7 @@ def _root(
 
 
 def _fail(message: str, code: int) -> None:
+    """Print one error line; ``message`` is markup (callers escape text with ``escape``)."""
     err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True, markup=True)
     sys.exit(code)
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 import sharpdp as sdp
 from sharpdp.cli._common import app, console, parse_guarantee
@@ -181,13 +182,13 @@ def _reported() -> Iterator[None]:
     try:
         yield
     except SharpDPError as err:
-        console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {escape(str(err))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     except ImportError as err:
         if not _missing_matplotlib(err):
             raise
         console.print(
-            "[red]error:[/red] plots need matplotlib: pip install 'sharpdp[plot]'",
+            "[red]error:[/red] plots need matplotlib: pip install 'sharpdp\\[plot]'",
             highlight=False,
             soft_wrap=True,
         )
