@@ -817,3 +817,38 @@ def test_a_new_process_sees_the_recorded_budget(tmp_path: Path) -> None:
     with Accountant(ledger=path, analyst="ana") as acc:  # and this process sees the child's spend
         assert len(acc.history()) == 2
         assert acc.budget == sdp.ApproxDP(2.0, 1e-6)
+
+
+def test_quick_check_takes_items_with_a_delta_part() -> None:
+    """12 distinct (ε_i, δ_i)-DP spends (the quick check starts at 8 distinct descriptions and now
+    carries δ parts): every recorded reading ε is valid, checked against the exact optimal
+    composition δ(ε) = 1 − Π(1 − δ_i)·(1 − δ_RR(ε)) [Murtagh–Vadhan 2016] summed over all 2^12
+    outcomes of the randomized-response pairs in mpmath."""
+    delta = 1e-6
+    items = [(0.05 + 0.011 * i, (1 + i) * 1e-9) for i in range(12)]
+    acc = Accountant(sdp.ApproxDP(3.0, delta), analyst="q")
+    for n, (e, d) in enumerate(items, start=1):
+        entry = acc.spend(sdp.ApproxDP(e, d))
+        eps = mp.mpf(entry.spent_after)
+        assert eps < 3.0
+        with mp.workdps(40):  # δ ≈ 1e-6 next to 1: 15 digits cannot decide
+            assert _exact_delta(items[:n], eps) <= delta, (n, entry.spent_after)
+    acc.close()
+
+
+def _exact_delta(head: list[tuple[float, float]], eps: mp.mpf) -> mp.mpf:
+    """Exact δ(ε) of the (ε_i, δ_i)-DP items by enumeration (in the caller's precision)."""
+    keep = mp.fprod([1 - mp.mpf(di) for _, di in head])
+    rr = mp.mpf(0)
+    for mask in range(2 ** len(head)):  # flipped pairs: each contributes −ε_i to the loss
+        loss, weight = mp.mpf(0), mp.mpf(1)
+        for j, (ej, _) in enumerate(head):
+            ej = mp.mpf(ej)
+            p = mp.e**ej / (1 + mp.e**ej)
+            if mask >> j & 1:
+                loss, weight = loss - ej, weight * (1 - p)
+            else:
+                loss, weight = loss + ej, weight * p
+        if loss > eps:
+            rr += weight * (1 - mp.e ** (eps - loss))
+    return 1 - keep * (1 - rr)

@@ -56,8 +56,10 @@ from fractions import Fraction
 from types import TracebackType
 from typing import ClassVar, Self
 
-from sharpdp import _validate
+from sharpdp import _math, _validate
+from sharpdp.accounting._items import normalise
 from sharpdp.accounting._serialize import dumps
+from sharpdp.accounting.analyses.approx_rdp import split_delta
 from sharpdp.accounting.composition import compose
 from sharpdp.accounting.ledger import (
     BudgetRecord,
@@ -143,27 +145,52 @@ def _add_up(total: float, term: float) -> float:
 
 
 class _RenyiSummary:
-    """Σ countᵢ · D_α(itemᵢ) of one history at the fixed orders :data:`_SUMMARY_ORDERS`.
+    """Σ countᵢ · D_α(partᵢ) of one history at the fixed orders :data:`_SUMMARY_ORDERS`, and its δ.
 
-    Each sum is rounded up (every product and addition moves one ulp towards +∞), so it bounds
-    the Rényi divergence of the adaptive composition at that order (RDP composition, Mironov 2017
-    Prop 1). ``sharpdp.RDP`` of these points is therefore a valid guarantee of the history, and
-    adding a spend costs O(#orders) instead of recomposing every distinct description. Updated
-    incrementally: by the accountant's own spends (:meth:`advance`) and, for rows written
-    elsewhere, by the difference of the grouped counts.
+    Each item is split as the ``approx_rdp`` analysis does (an (ε, δ)-DP item into its ε-DP
+    conditional part and δ; mechanisms into their declared privacy items): the conditional parts'
+    Rényi divergences add [RDP composition, Mironov 2017 Prop 1] and the δ parts combine as
+    δ_tot = 1 − Π(1 − δᵢ) [Bun–Steinke 2016, Def 1.12]. Every sum is rounded up (each product and
+    addition moves one ulp towards +∞) and Σ log(1 − δᵢ) down, so the summary is a valid
+    approximate-RDP guarantee of the history, and adding a spend costs O(#orders) instead of
+    recomposing every distinct description. Updated incrementally: by the accountant's own spends
+    (:meth:`advance`) and, for rows written elsewhere, by the difference of the grouped counts.
     """
 
-    __slots__ = ("counts", "last_id", "sums")
+    __slots__ = ("counts", "last_id", "log_keep", "sums")
 
     def __init__(self) -> None:
         self.last_id = -1
         self.counts: dict[Guarantee, int] = {}
         self.sums = [0.0] * len(_SUMMARY_ORDERS)
+        self.log_keep = 0.0  # Σ count·log(1 − δᵢ) over the δ parts
+
+    @staticmethod
+    def _parts(item: Guarantee, count: int) -> tuple[list[tuple[Guarantee, int]], float]:
+        """The item's conditional Rényi parts and ``count``·Σ log(1 − δ) of its δ parts."""
+        parts, log_keep = [], 0.0
+        for g, c in normalise([(item, count)]):
+            inner, delta = split_delta(g)
+            parts.append((inner, c))
+            if delta > 0.0:
+                log_keep += c * math.log1p(-delta)
+        return parts, log_keep
+
+    def _terms(self, item: Guarantee, count: int) -> tuple[list[float], float]:
+        parts, log_keep = self._parts(item, count)
+        terms = []
+        for alpha in _SUMMARY_ORDERS:
+            total = 0.0
+            for g, c in parts:
+                r = g.renyi(alpha)
+                total = _add_up(total, _add_up(0.0, c * r) if r else 0.0)
+            terms.append(total)
+        return terms, log_keep
 
     def _add(self, item: Guarantee, count: int) -> None:
-        for j, alpha in enumerate(_SUMMARY_ORDERS):
-            r = item.renyi(alpha)
-            self.sums[j] = _add_up(self.sums[j], _add_up(0.0, count * r) if r else 0.0)
+        terms, log_keep = self._terms(item, count)
+        self.sums = [_add_up(s, t) for s, t in zip(self.sums, terms, strict=True)]
+        self.log_keep += log_keep
         self.counts[item] = self.counts.get(item, 0) + count
 
     def _sync(self, history: History) -> None:
@@ -171,7 +198,8 @@ class _RenyiSummary:
             return
         new = history.counts
         if any(new.get(item, 0) < count for item, count in self.counts.items()):
-            self.counts, self.sums = {}, [0.0] * len(_SUMMARY_ORDERS)  # not a prefix: rebuild
+            # not a prefix: rebuild
+            self.counts, self.sums, self.log_keep = {}, [0.0] * len(_SUMMARY_ORDERS), 0.0
         for item, count in new.items():
             extra = count - self.counts.get(item, 0)
             if extra:
@@ -185,18 +213,29 @@ class _RenyiSummary:
             self.last_id = last_id
 
     def epsilon(self, history: History, item: Guarantee, count: int, delta: float) -> float:
-        """A valid ε(δ) of the history plus ``count`` × ``item`` (min over the orders of CKS20)."""
+        """A valid ε(δ) of the history plus ``count`` × ``item``: δ_tot + (1 − δ_tot)·CKS20 of
+        the summed curve (min over the orders), as the ``approx_rdp`` analysis converts."""
         self._sync(history)
+        terms, log_keep = self._terms(item, count)
         points = []
-        for alpha, total in zip(_SUMMARY_ORDERS, self.sums, strict=True):
-            r = item.renyi(alpha)
-            value = _add_up(total, _add_up(0.0, count * r) if r else 0.0)
+        for alpha, total, term in zip(_SUMMARY_ORDERS, self.sums, terms, strict=True):
+            value = _add_up(total, term)
             if value < math.inf:
                 points.append((alpha, value))
         if not points:
             return math.inf
+        # δ_tot = −expm1(Σ log(1 − δᵢ)): the sum moved down (a larger δ_tot), the result rounded up
+        keep = (self.log_keep + log_keep) * (1.0 + 2.0**-48) - 1e-300
+        delta_total = min(1.0, _math.up(-math.expm1(keep))) if keep < 0.0 else 0.0
+        if delta <= delta_total:
+            return math.inf
+        # the curve must certify (δ − δ_tot)/(1 − δ_tot), rounded down (exactly)
+        exact = (Fraction(delta) - Fraction(delta_total)) / (1 - Fraction(delta_total))
+        target = float(exact)
+        if Fraction(target) > exact:
+            target = math.nextafter(target, 0.0)
         orders, values = zip(*points, strict=True)
-        return RDP(orders, values).epsilon(delta)
+        return RDP(orders, values).epsilon(target)
 
 
 class _Rule:

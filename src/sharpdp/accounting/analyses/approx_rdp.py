@@ -38,8 +38,8 @@ from sharpdp.errors import NotImplied
 from sharpdp.guarantees import ZCDP, ApproxDP, ApproxZCDP, Guarantee, PureDP
 
 
-def _split(g: Guarantee) -> tuple[Guarantee, float]:
-    """(the item's conditional Rényi part, its δ)."""
+def split_delta(g: Guarantee) -> tuple[Guarantee, float]:
+    """(the item's conditional Rényi part, its δ): see the module docstring."""
     if isinstance(g, ApproxDP):
         return PureDP(g.epsilon_), g.delta_
     if isinstance(g, ApproxZCDP):
@@ -89,7 +89,7 @@ def _approx_rdp(items: Items, adaptive: bool) -> Guarantee:
     log_keep = 0.0  # Σ c·log(1 − δ_i), rounded down below
     any_delta = False
     for g, c in items:
-        inner, delta = _split(g)
+        inner, delta = split_delta(g)
         if delta > 0.0:
             any_delta = True
             log_keep += c * _log1m(delta)
