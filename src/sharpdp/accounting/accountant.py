@@ -38,7 +38,9 @@ spend's transaction, so every check covers every committed row, whoever wrote it
 composes one pair per *distinct* description. For histories with many distinct descriptions (≥ 8)
 a quick sufficient check runs first: the history's Rényi divergences summed at 40 fixed orders
 (kept incrementally, every operation rounded up; RDP composition, Mironov 2017 Prop 1) plus the new
-spend, converted to ε(δ) by CKS20 Prop 12 — a valid bound. If it fits, the spend is accepted and
+spend, with the δ parts of (ε, δ)-DP items combined as δ_tot = 1 − Π(1 − δᵢ) and the summed curve
+converted to ε(δ) by CKS20 Prop 12 at (δ − δ_tot)/(1 − δ_tot) (Bun–Steinke 2016 Def 1.12) — a valid
+bound. If it fits, the spend is accepted and
 this (possibly slightly looser, still valid) reading is recorded; otherwise the full composition
 decides. The filter therefore refuses a spend only on the full analysis' word. Inside a spend the
 PLD analysis is certified to a relative 1e-3 (``compose(..., accuracy=1e-3)``), which keeps long
