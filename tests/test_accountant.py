@@ -852,3 +852,36 @@ def _exact_delta(head: list[tuple[float, float]], eps: mp.mpf) -> mp.mpf:
         if loss > eps:
             rr += weight * (1 - mp.e ** (eps - loss))
     return 1 - keep * (1 - rr)
+
+
+@pytest.mark.parametrize(
+    ("budget", "make"),
+    [
+        (sdp.PureDP(100.0), lambda i: sdp.PureDP(0.01 + 0.001 * i)),
+        (sdp.ApproxDP(100.0, 1e-6), lambda i: sdp.ApproxDP(0.01 + 0.001 * i, 1e-10)),
+    ],
+    ids=["pure budget", "approx items"],
+)
+def test_quick_check_spares_the_full_composition(
+    monkeypatch: pytest.MonkeyPatch, budget: sdp.Guarantee, make: Any
+) -> None:
+    """Past 8 distinct descriptions a spend that clearly fits is decided by the Rényi summary
+    alone: the full composition is not run (pure-DP budgets and (ε, δ) items included; a δ = 0
+    budget once made the summary read ∞ and every spend recompose in full)."""
+    import sharpdp.accounting.accountant as accountant_module
+
+    calls = []
+    real = accountant_module.compose
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(accountant_module, "compose", counted)
+    with Accountant(budget, analyst="quick") as acc:
+        for i in range(8):
+            acc.spend(make(i))
+        calls.clear()
+        for i in range(8, 20):
+            acc.spend(make(i))
+    assert calls == []

@@ -7,9 +7,11 @@ use them without importing the ledger back.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from datetime import datetime
 
 from sharpdp._version import __version__
+from sharpdp.errors import LedgerError
 
 __all__ = [
     "BUDGET_COLUMNS",
@@ -19,6 +21,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "isoformat",
     "library_version",
+    "schema_version",
 ]
 
 #: The value of ``meta.format`` in every sharpdp ledger.
@@ -64,3 +67,26 @@ def isoformat(stamp: datetime) -> str:
 def library_version() -> str:
     """The ``library_version`` text of rows written now."""
     return __version__
+
+
+def schema_version(meta: Mapping[str, object], where: str, readable: Collection[int]) -> int:
+    """The schema version of a ledger's ``meta`` table, checked (``where`` names the ledger).
+
+    Raises:
+        LedgerError: another ``format``; an unreadable, newer or unknown (not ``readable``)
+            schema version.
+    """
+    if meta.get("format") != FORMAT_NAME:
+        raise LedgerError(f"{where} is not a sharpdp ledger (meta.format = {meta.get('format')!r})")
+    raw = meta.get("schema_version")
+    if not (isinstance(raw, str) and raw.isdigit()):
+        raise LedgerError(f"{where} has an unreadable schema version {raw!r}")
+    version = int(raw)
+    if version > SCHEMA_VERSION:
+        raise LedgerError(
+            f"{where} has schema version {version}, newer than this sharpdp reads "
+            f"({SCHEMA_VERSION}); upgrade sharpdp"
+        )
+    if version not in readable:
+        raise LedgerError(f"{where} has unknown schema version {version}")
+    return version

@@ -39,6 +39,7 @@ from sharpdp.accounting._ledger_format import (
     SCHEMA_VERSION,
     isoformat,
     library_version,
+    schema_version,
 )
 from sharpdp.errors import LedgerError
 
@@ -266,21 +267,8 @@ class PostgresStore:
         if "meta" not in tables:
             raise LedgerError(f"{where} has ledger tables but is not a sharpdp ledger (no meta)")
         meta = {str(k): v for k, v in self.fetch("SELECT key, value FROM meta")}
-        if meta.get("format") != FORMAT_NAME:
-            raise LedgerError(
-                f"{where} is not a sharpdp ledger (meta.format = {meta.get('format')!r})"
-            )
-        raw = meta.get("schema_version")
-        if not (isinstance(raw, str) and raw.isdigit()):
-            raise LedgerError(f"{where} has an unreadable schema version {raw!r}")
-        version = int(raw)
-        if version > SCHEMA_VERSION:
-            raise LedgerError(
-                f"{where} has schema version {version}, newer than this sharpdp reads "
-                f"({SCHEMA_VERSION}); upgrade sharpdp"
-            )
-        if version != SCHEMA_VERSION:  # PostgreSQL ledgers began at version 2
-            raise LedgerError(f"{where} has unknown schema version {version}")
+        # PostgreSQL ledgers began at version 2
+        schema_version(meta, where, (SCHEMA_VERSION,))
         for table, wanted in EXPECTED.items():
             columns = tables.get(table)
             if columns is None:

@@ -220,23 +220,26 @@ class _RenyiSummary:
         self._sync(history)
         terms, log_keep = self._terms(item, count)
         points = []
-        for alpha, total, term in zip(_SUMMARY_ORDERS, self.sums, terms, strict=True):
-            value = _add_up(total, term)
+        for alpha, summed, term in zip(_SUMMARY_ORDERS, self.sums, terms, strict=True):
+            value = _add_up(summed, term)
             if value < math.inf:
                 points.append((alpha, value))
         if not points:
             return math.inf
+        orders, values = zip(*points, strict=True)
+        total = self.log_keep + log_keep
+        if total == 0.0:  # no δ part: plain RDP (pure-DP budgets included)
+            return RDP(orders, values).epsilon(delta)
         # δ_tot = −expm1(Σ log(1 − δᵢ)): the sum moved down (a larger δ_tot), the result rounded up
-        keep = (self.log_keep + log_keep) * (1.0 + 2.0**-48) - 1e-300
-        delta_total = min(1.0, _math.up(-math.expm1(keep))) if keep < 0.0 else 0.0
-        if delta <= delta_total:
+        keep = total * (1.0 + 2.0**-48) - 1e-300
+        delta_total = min(1.0, _math.up(-math.expm1(keep)))
+        if delta < delta_total or delta_total >= 1.0:
             return math.inf
         # the curve must certify (δ − δ_tot)/(1 − δ_tot), rounded down (exactly)
         exact = (Fraction(delta) - Fraction(delta_total)) / (1 - Fraction(delta_total))
         target = float(exact)
         if Fraction(target) > exact:
             target = math.nextafter(target, 0.0)
-        orders, values = zip(*points, strict=True)
         return RDP(orders, values).epsilon(target)
 
 

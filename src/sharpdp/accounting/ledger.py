@@ -61,6 +61,7 @@ from sharpdp.accounting._ledger_format import (
     SCHEMA_VERSION,
     isoformat,
     library_version,
+    schema_version,
 )
 from sharpdp.accounting._serialize import (
     dumps,
@@ -1238,21 +1239,7 @@ def _check_schema(conn: sqlite3.Connection, path: str) -> int:
             f"{path!r} is an SQLite database but not a sharpdp ledger (no meta table)"
         )
     meta = {str(k): v for k, v in conn.execute("SELECT key, value FROM meta").fetchall()}
-    if meta.get("format") != FORMAT_NAME:
-        raise LedgerError(
-            f"{path!r} is not a sharpdp ledger (meta.format = {meta.get('format')!r})"
-        )
-    raw = meta.get("schema_version")
-    if not (isinstance(raw, str) and raw.isdigit()):
-        raise LedgerError(f"ledger {path!r} has an unreadable schema version {raw!r}")
-    version = int(raw)
-    if version > SCHEMA_VERSION:
-        raise LedgerError(
-            f"ledger {path!r} has schema version {version}, newer than this sharpdp reads "
-            f"({SCHEMA_VERSION}); upgrade sharpdp"
-        )
-    if version not in (1, SCHEMA_VERSION):
-        raise LedgerError(f"ledger {path!r} has unknown schema version {version}")
+    version = schema_version(meta, f"ledger {path!r}", (1, SCHEMA_VERSION))
     expected: dict[str, tuple[str, ...]] = {"spends": _COLUMNS}
     if version == 1:
         if "budgets" in tables:  # a migration would collide with it: not a file we wrote
