@@ -3,7 +3,8 @@
 * ``profile.png``: δ(ε) of 100 Gaussians (σ = 5) and 20 exponential mechanisms (ε = 0.1) under
   every composition analysis (``sdp.plots.profile``);
 * ``capacity.png``: ε at δ = 10⁻⁶ of k exponential mechanisms (ε0 = 0.025, monotone scores) under
-  every analysis, with the (1, 10⁻⁶) budget (``sdp.plots.capacity``; seed 001's comparison);
+  every analysis, with the (1, 10⁻⁶) budget (``sdp.plots.capacity``; the comparison of
+  ``examples/capacity.py``);
 * ``renyi.png``: the exact Rényi curve of 1-bounded range against the classical η²α/8 and 1-DP's
   (``sdp.plots.renyi``);
 * ``budget.png``: three analysts' spending over a simulated fortnight, from a ledger

@@ -1,4 +1,5 @@
-"""Approval voting with the exponential mechanism (seed 004, §6: "Beyond numerical queries").
+"""Approval voting with the exponential mechanism [McSherry–Talwar 2007]: privately pick the
+class most students approve.
 
 500 students each approve any subset of 6 classes (a seeded random electorate); a class's score is
 its number of approvals, and the winner is the most approved class. Protecting each student's

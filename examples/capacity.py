@@ -1,5 +1,5 @@
-"""How many exponential mechanisms fit a (1, 10⁻⁶) budget (seed 001: "what's wrong with
-sensitivity?").
+"""How many exponential mechanisms fit a (1, 10⁻⁶) budget (Dong, "Exponential
+mechanisms: what's wrong with sensitivity?", differentialprivacy.org).
 
 The mechanism picks y with P[y] ∝ exp(ε0·q(y)), ε0 = 0.025, for counts q (score range 1: adding
 a person raises scores, never lowers them): ``sdp.Exponential(0.025, monotonic=True)``. The
