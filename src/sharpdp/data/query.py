@@ -18,6 +18,7 @@ samples. The charge, ``explain`` and ``run`` are inherited.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -358,7 +359,8 @@ class Query(ABC):
             rng: a seed or a ``numpy.random.Generator`` for the noise (``None``: fresh entropy).
 
         Returns:
-            The :class:`~sharpdp.data.release.Release`.
+            The :class:`~sharpdp.data.release.Release`; its ``spend`` is the ledger entry of the
+            spend (``spend.id`` names the ledger row).
 
         Raises:
             BudgetExceeded: the charge does not fit; nothing was spent or computed.
@@ -368,8 +370,8 @@ class Query(ABC):
         """
         generator = as_generator(rng)
         item, count = self.charge
-        self.accountant.spend(item, count)
-        return self._release(generator)
+        entry = self.accountant.spend(item, count)
+        return dataclasses.replace(self._release(generator), spend=entry)
 
     @abstractmethod
     def _release(self, rng: np.random.Generator) -> Release:

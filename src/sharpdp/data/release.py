@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,9 @@ import pandas as pd
 from sharpdp import _math, _validate
 from sharpdp._format import exact, html_table, lower, text_table, upper
 from sharpdp.data._noise import IntegerNoise, half_width
+
+if TYPE_CHECKING:
+    from sharpdp.accounting.ledger import Entry
 from sharpdp.errors import InvalidParameter
 
 __all__ = [
@@ -71,12 +74,15 @@ class Release:
         frame: the released values (key columns and released columns; nothing else).
         noise: each released statistic's noise law (the same law for every cell, drawn
             independently per cell), e.g. ``{"count": DiscreteLaplace(scale=10.0, ...)}``.
+        spend: the ledger entry of the spend that paid for it (set by ``Query.run``, which records
+            it before computing anything; ``spend.id`` names the ledger row).
     """
 
     query: str
     keys: tuple[str, ...]
     frame: pd.DataFrame = field(repr=False)
     noise: dict[str, IntegerNoise]
+    spend: Entry | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
         """The released values with ``lower``/``upper`` bounds of a ``level`` confidence interval.
