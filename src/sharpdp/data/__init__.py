@@ -7,6 +7,8 @@
 """
 
 from sharpdp.data import datasets
+from sharpdp.data.answers import WorkloadQuery, WorkloadRelease
+from sharpdp.data.mwem import MWEMQuery, Synthetic
 from sharpdp.data.query import Bounding, Explanation, Query, Statistic
 from sharpdp.data.release import (
     AdditiveRelease,
@@ -16,17 +18,37 @@ from sharpdp.data.release import (
     SelectionRelease,
 )
 from sharpdp.data.session import Session
+from sharpdp.data.workloads import (
+    Bins,
+    Marginals,
+    Predicates,
+    Workload,
+    bins,
+    marginals,
+    predicates,
+)
 
 __all__ = [
     "AdditiveRelease",
+    "Bins",
     "Bounding",
     "Explanation",
+    "MWEMQuery",
+    "Marginals",
     "MeanRelease",
+    "Predicates",
     "QuantileRelease",
     "Query",
     "Release",
     "SelectionRelease",
     "Session",
     "Statistic",
+    "Synthetic",
+    "Workload",
+    "WorkloadQuery",
+    "WorkloadRelease",
+    "bins",
     "datasets",
+    "marginals",
+    "predicates",
 ]

@@ -31,12 +31,16 @@ from sharpdp import _validate
 from sharpdp._format import upper
 from sharpdp.accounting.ledger import Ledger
 from sharpdp.data import _bounding, _calibrate, _engine, _noise, _partition
+from sharpdp.data.answers import WorkloadQuery, WorkloadRelease, choose_noise, resolve_domains
 from sharpdp.data.counts import CountQuery
+from sharpdp.data.mwem import MWEMQuery, Synthetic, auto_rounds, plan_mwem
 from sharpdp.data.quantiles import QuantileQuery
 from sharpdp.data.query import Bounding, Statistic
 from sharpdp.data.selection import LimitDomQuery, SelectBestQuery, TopKQuery
 from sharpdp.data.sums import MeanQuery, SumQuery
+from sharpdp.data.workloads import MAX_DOMAIN, Bins, Marginals, Predicates, Workload
 from sharpdp.errors import InvalidParameter
+from sharpdp.mechanisms._samplers import RNGLike
 
 __all__ = ["Session"]
 
@@ -45,6 +49,8 @@ _GRID_BITS = 10  # default grid: (U − L)/2^10 rounded down to a power of two, 
 _INTEGER_GRID_BITS = 8  # ... the bounds are integers ≥ 2^8 apart (or the column is integer): step 1
 _QUANTILE_CELLS = 1024  # default quantile grid unless integer bounds give step 1 (≤ 2^20 cells)
 _MAX_QUANTILE_CELLS = 2**40
+#: The share of a workload's ε (or ρ) spent finding undeclared marginal domains.
+DISCOVERY_SHARE = 0.1
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1002,3 +1008,256 @@ class Session:
             mechanism=mech,
             **self._common(),
         )
+
+    # -- workloads --------------------------------------------------------------------------------
+    def _discovery_split(
+        self, target: sdp.Guarantee, columns: tuple[str, ...]
+    ) -> tuple[sdp.Guarantee, sdp.Guarantee]:
+        """(each discovery's target, the rest's target) when ``columns`` need their domain found.
+
+        Discovery takes :data:`DISCOVERY_SHARE` of ε (or ρ) and half of δ (all of δ under a zCDP
+        target, whose δ only pays for discovery), split evenly over the columns; the parts
+        compose (basic composition, Dwork–Roth 2014 Thm 3.16; zCDP adds, Bun–Steinke 2016
+        Lemma 2.3) to within the target, and the accountant charges their sharp composition.
+        """
+        u = len(columns)
+        f = DISCOVERY_SHARE
+        target = self._with_selection_delta(target)
+        if isinstance(target, sdp.ApproxDP):
+            eps, delta = target.epsilon_, target.delta_
+            return sdp.ApproxDP(f * eps / u, delta / (2 * u)), sdp.ApproxDP(
+                (1 - f) * eps, delta / 2
+            )
+        assert isinstance(target, sdp.ApproxZCDP)
+        rho, delta = target.rho, target.delta_
+        return sdp.ApproxZCDP(f * rho / u, delta / u), sdp.ZCDP((1 - f) * rho)
+
+    def _workload_setup(
+        self, workload: object, privacy: object, max_rows: object
+    ) -> tuple[Workload, sdp.Guarantee, int, sdp.Guarantee, tuple[tuple[str, CountQuery], ...]]:
+        if not isinstance(workload, Workload):
+            raise InvalidParameter(
+                "workload must be built by sdp.data.marginals(...) or sdp.data.predicates(...), "
+                f"got {workload!r}"
+            )
+        self._check("workload", workload.columns)
+        target = _privacy(privacy)
+        m = self._caps(max_rows, None)[0]
+        for c in workload.columns:
+            if isinstance(workload.domain(c), Bins):
+                self._numeric(c, "to bin")
+        unknown = workload.needs_domains
+        answers_target = target
+        discovery: tuple[tuple[str, CountQuery], ...] = ()
+        if unknown:
+            share, answers_target = self._discovery_split(target, unknown)
+            discovery = tuple(
+                (c, self.count_by(c, keys=None, privacy=share, max_groups=m, max_rows=1))
+                for c in unknown
+            )
+        return workload, target, m, answers_target, discovery
+
+    def workload(
+        self,
+        workload: Workload,
+        *,
+        privacy: sdp.Guarantee,
+        max_rows: int | None = None,
+        mechanism: str = "auto",
+    ) -> WorkloadQuery:
+        """Plan the answers to a workload of counting queries (``run()`` releases them).
+
+        Each person contributes at most ``max_rows`` distinct rows of the workload's columns (m),
+        each satisfying at most C of the k queries, so the answer vector has ℓ1 ≤ m·C and
+        ℓ2 ≤ m·√C; the discrete Laplace (ℓ1) or the Gaussian (ℓ2), each calibrated exactly to
+        ``privacy``, whichever has the smaller expected error per answer, is added to every
+        answer (see :mod:`sharpdp.data.answers`). Marginal columns without a declared domain have
+        it found privately first (partition selection of their values, taking a tenth of ε or ρ and
+        half of δ; needs δ > 0), and the whole is charged as one composition.
+
+        Args:
+            workload: from :func:`sdp.data.marginals` or :func:`sdp.data.predicates`.
+            privacy: the target of the whole release.
+            max_rows: m (default: the session's).
+            mechanism: ``"auto"``, ``"laplace"`` or ``"gaussian"``.
+
+        Returns:
+            The :class:`~sharpdp.data.answers.WorkloadQuery`.
+
+        Raises:
+            InvalidParameter: a bad workload (unknown columns, domains), target or mechanism.
+        """
+        workload, target, m, answers_target, discovery = self._workload_setup(
+            workload, privacy, max_rows
+        )
+        known = resolve_domains(workload, {})
+        c = workload.overlap(known)
+        if c == 0:
+            raise InvalidParameter("workload: no query can count any row (empty predicates)")
+        plan = choose_noise(answers_target, m, c, mechanism)
+        detail = (
+            f"{workload.describe_size(known)}; a row satisfies ≤ C = {c}: sensitivity "
+            f"ℓ1 {m * c}, ℓ2 {upper(m * math.sqrt(c))}, ℓ∞ {m}"
+        )
+        stats = [s for _, q in discovery for s in q.statistics]
+        stats.append(
+            Statistic("answers", plan.item, plan.copies, float(m), plan.route, detail=detail)
+        )
+        notes = [plan.comparison]
+        if discovery:
+            notes.append(
+                f"domains of {[col for col, _ in discovery]} found privately (partition selection "
+                f"with {discovery[0][1].description.split(' with privacy ')[1]} each); the answers "
+                f"get {answers_target!r}"
+            )
+        kind = type(workload).__name__.lower()
+        return WorkloadQuery(
+            description=f"answer({kind} of {list(workload.columns)}) with privacy {target!r}",
+            bounding=Bounding(1, m, self._salt()),
+            statistics=tuple(stats),
+            notes=tuple(notes),
+            workload=workload,
+            max_rows=m,
+            overlap=c,
+            plan=plan,
+            discovery=discovery,
+            **self._common(),
+        )
+
+    def answer(
+        self,
+        workload: Workload,
+        *,
+        privacy: sdp.Guarantee,
+        max_rows: int | None = None,
+        mechanism: str = "auto",
+        rng: RNGLike = None,
+    ) -> WorkloadRelease:
+        """Answer a workload now: ``self.workload(...).run(rng)`` (spends, then releases).
+
+        Example:
+            >>> import pandas as pd
+            >>> import sharpdp as sdp
+            >>> t = pd.DataFrame({"who": range(6), "a": [0, 0, 1, 1, 1, 0], "b": [0, 1] * 3})
+            >>> s = sdp.data.Session(t, privacy_unit="who", budget=sdp.ZCDP(1.0))
+            >>> w = sdp.data.marginals(["a", "b"], way=1, domains={"a": [0, 1], "b": [0, 1]})
+            >>> r = s.answer(w, privacy=sdp.ZCDP(0.5), max_rows=1, rng=0)
+            >>> r.mechanism, list(r.to_pandas().columns)
+            ('gaussian', ['query', 'a', 'b', 'count', 'lower', 'upper'])
+
+        See :meth:`workload` for the arguments.
+        """
+        query = self.workload(workload, privacy=privacy, max_rows=max_rows, mechanism=mechanism)
+        release = query.run(rng)
+        assert isinstance(release, WorkloadRelease)
+        return release
+
+    def mwem_query(
+        self,
+        workload: Workload,
+        *,
+        privacy: sdp.Guarantee,
+        rounds: int | None = None,
+        max_rows: int | None = None,
+    ) -> MWEMQuery:
+        """Plan an MWEM run over the workload's columns (``run()`` releases the synthetic data).
+
+        See :mod:`sharpdp.data.mwem`: T rounds of (exponential-mechanism selection of the worst
+        answered query, a noisy measurement, a multiplicative-weights update) over the product of
+        the columns' domains (≤ 2²⁰ cells), charged as one composition. Columns without a declared
+        domain have it found privately first (as in :meth:`workload`).
+
+        Args:
+            workload: from :func:`sdp.data.marginals` or :func:`sdp.data.predicates`.
+            privacy: the target of the whole run.
+            rounds: T (default: min(k, 2⌈log₂|X|⌉ + 10), from public quantities only).
+            max_rows: m, distinct rows per person (default: the session's).
+
+        Raises:
+            InvalidParameter: a bad workload, a declared domain over 2²⁰ cells, a bad target.
+        """
+        workload, target, m, rest, discovery = self._workload_setup(workload, privacy, max_rows)
+        if isinstance(workload, Predicates):
+            unknown = [c for c in workload.columns if workload.domain(c) is None]
+            if unknown:
+                raise InvalidParameter(
+                    f"MWEM over predicates needs the domain of every column: pass domains= for "
+                    f"{unknown} (sdp.data.predicates(..., domains={{...}}))"
+                )
+        known = resolve_domains(workload, {})
+        sizes = [len(v) for v in known.values()]
+        if math.prod(sizes) > MAX_DOMAIN:
+            raise InvalidParameter(
+                f"MWEM: the domain has {math.prod(sizes)} cells, over the limit {MAX_DOMAIN} "
+                "(2^20): declare fewer columns, values or bins"
+            )
+        if discovery:
+            k = len(workload.subsets) if isinstance(workload, Marginals) else 1
+            cells = 2**20
+        else:
+            cells = math.prod(sizes)
+            k = workload.query_count(known)
+        t = (
+            auto_rounds(k, cells)
+            if rounds is None
+            else _validate.integer("rounds", rounds, minimum=1)
+        )
+        plan = plan_mwem(rest, m, t)
+        stats = [s for _, q in discovery for s in q.statistics]
+        stats += [
+            Statistic("n̂", plan.total, 1, float(m), "noisy number of bounded rows"),
+            Statistic(
+                "selections",
+                plan.selection,
+                t,
+                float(m),
+                "exponential mechanism on |q(A) − q(D)|, ε-bounded range (Rogers–Steinke 2021 "
+                "Lemma 3), sampled exactly",
+                selection=True,
+                detail=f"score |q(A) − q(D)|, sensitivity {m} (not monotonic)",
+            ),
+            Statistic("measurements", plan.measurement, t, float(m), plan.route),
+        ]
+        notes = [
+            f"{t} rounds; an analysis charging each selection ε²/2 (pure ε-DP) instead of its "
+            f"bounded-range ε²/8 affords {plan.classical_rounds} at the same noise"
+            + (
+                f" ({t / plan.classical_rounds:.2f}× more rounds here)"
+                if 0 < plan.classical_rounds < t
+                else ""
+            )
+        ]
+        if discovery:
+            notes.append(f"domains of {[c for c, _ in discovery]} found privately first")
+        return MWEMQuery(
+            description=f"mwem({type(workload).__name__.lower()} of {list(workload.columns)}, "
+            f"rounds={t}) with privacy {target!r}",
+            bounding=Bounding(1, m, self._salt()),
+            statistics=tuple(stats),
+            notes=tuple(notes),
+            workload=workload,
+            max_rows=m,
+            plan=plan,
+            discovery=discovery,
+            **self._common(),
+        )
+
+    def mwem(
+        self,
+        workload: Workload,
+        *,
+        privacy: sdp.Guarantee,
+        rounds: int | None = None,
+        max_rows: int | None = None,
+        rng: RNGLike = None,
+    ) -> Synthetic:
+        """Run MWEM now: ``self.mwem_query(...).run(rng)`` (spends, then releases).
+
+        Returns:
+            The :class:`~sharpdp.data.mwem.Synthetic` distribution (``to_pandas()``,
+            ``answer(workload)``, ``sample(n)``).
+        """
+        query = self.mwem_query(workload, privacy=privacy, rounds=rounds, max_rows=max_rows)
+        release = query.run(rng)
+        assert isinstance(release, Synthetic)
+        return release
