@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sharpdp.conversions",),
     ("sharpdp.mechanisms",),
     ("sharpdp.accounting",),
-    ("sharpdp.audit",),
+    ("sharpdp.audit", "sharpdp.local"),
     ("sharpdp.data",),
     ("sharpdp.plots",),
     ("sharpdp.cli", "sharpdp.service", "sharpdp.__main__"),

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # loaded on first use (see __getattr__), so `import sharpdp` 
     from sharpdp import audit as audit
     from sharpdp import conversions as conversions
     from sharpdp import data as data
+    from sharpdp import local as local
     from sharpdp import plots as plots
     from sharpdp.accounting.accountant import Accountant
     from sharpdp.accounting.clt import CLTEstimate, clt_estimate
@@ -134,7 +135,7 @@ _LAZY_NAMES = {
         "sharpdp.mechanisms",
     ),
 }
-_LAZY_SUBMODULES = {"accounting", "audit", "conversions", "data", "mechanisms", "plots"}
+_LAZY_SUBMODULES = {"accounting", "audit", "conversions", "data", "local", "mechanisms", "plots"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,108 @@
+"""Extreme ε (no NaN, no overflow), the ``auto`` choice against independent mpmath variances, and
+the report formats."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import sharpdp as sdp
+
+SCHEMES = ["rr", "oue", "hadamard"]
+
+
+def _mp_null_variances(eps: float, k: int) -> dict[str, mp.mpf]:
+    """n·Var f̂_j at f_j = 0, from p*, q* written from the papers' definitions."""
+    with mp.workdps(60):
+        e = mp.exp(mp.mpf(eps))
+        pq = {
+            "rr": (e / (e + k - 1), 1 / (e + k - 1)),
+            "oue": (mp.mpf(1) / 2, 1 / (e + 1)),
+            "hadamard": (e / (e + 1), mp.mpf(1) / 2),
+        }
+        return {s: q * (1 - q) / (p - q) ** 2 for s, (p, q) in pq.items()}
+
+
+@pytest.mark.parametrize("eps", [1e-6, 0.01, 0.5, 1.0, 1.0986, 2.0, 3.0, 7.5, 50.0])
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 8, 9, 10, 11, 30, 100, 10**4, 10**6])
+def test_auto_picks_the_least_exact_variance(eps: float, k: int) -> None:
+    v = _mp_null_variances(eps, k)
+    best = min(v.values())
+    chosen = sdp.local.choose_scheme(eps, k)
+    assert v[chosen] == best or (v[chosen] - best) / best < 1e-12
+    assert (chosen == "rr") == (k < 3 * math.exp(eps) + 2)  # Wang et al.'s threshold
+    if k <= 10**4:  # (k-RR's exact sampler holds one score per category)
+        assert sdp.local.randomize([0], eps, k, rng=0).scheme == chosen
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("eps", [1e-6, 50.0, 800.0])
+def test_extreme_epsilon_is_finite(scheme: str, eps: float) -> None:
+    k = 5
+    values = np.array([0, 1, 1, 2, 2, 2, 4] * 30)
+    est = sdp.local.estimate(
+        sdp.local.randomize(values, eps, k, scheme=scheme, rng=3), epsilon=eps, categories=k
+    )
+    arrays = [est.frequencies, est.counts, est.variance, *est.interval(), *est.interval(0.9, "normal")]
+    q = est.query([1, 2])
+    scalars = [q.frequency, q.variance, *q.interval(), *q.interval(method="normal")]
+    assert all(np.all(np.isfinite(a)) for a in arrays)
+    assert all(math.isfinite(x) for x in scalars)
+    truth = np.bincount(values, minlength=k) / values.size
+    if eps >= 50.0:  # (almost) no noise: rr and oue's off bits are exact; oue's on bit is ½
+        if scheme == "rr":
+            assert np.allclose(est.frequencies, truth, atol=1e-12)
+            assert np.all(est.variance < 1e-15)
+        if scheme == "hadamard":
+            assert np.allclose(est.variance_at(truth), (1 - truth) / values.size)
+    else:  # ε = 1e-6: variance ≈ 4/(n ε²)-ish, huge but finite
+        assert np.all(est.variance > 1e9)
+
+
+def test_small_epsilon_variances_match_mpmath() -> None:
+    eps, k = 1e-6, 4
+    f = np.array([0.4, 0.3, 0.3, 0.0])
+    with mp.workdps(60):
+        e = mp.exp(mp.mpf(eps))
+        pq = {
+            "rr": (e / (e + k - 1), 1 / (e + k - 1)),
+            "oue": (mp.mpf(1) / 2, 1 / (e + 1)),
+            "hadamard": (e / (e + 1), mp.mpf(1) / 2),
+        }
+        for scheme, (p, q) in pq.items():
+            r = sdp.local.Reports(scheme, eps, k, _one_report(scheme, k), 1)
+            got = sdp.local.estimate(r, epsilon=eps, categories=k).variance_at(f)  # n = 1
+            for j in range(k):
+                want = (f[j] * p * (1 - p) + (1 - f[j]) * q * (1 - q)) / (p - q) ** 2
+                assert got[j] == pytest.approx(float(want), rel=1e-8), scheme
+
+
+def _one_report(scheme: str, k: int) -> np.ndarray:
+    if scheme == "oue":
+        return np.zeros((1, (k + 7) // 8), dtype=np.uint8)
+    return np.zeros(1, dtype=np.int64)
+
+
+def test_report_formats() -> None:
+    values = list(range(10)) * 3
+    rr = sdp.local.randomize(values, 1.0, 10, scheme="rr", rng=0)
+    oue = sdp.local.randomize(values, 1.0, 10, scheme="oue", rng=0)
+    had = sdp.local.randomize(values, 1.0, 10, scheme="hadamard", rng=0)
+    assert rr.data.shape == (30,)
+    assert rr.data.dtype == np.uint8
+    assert rr.bits_per_report == 4
+    assert oue.data.shape == (30, 2)
+    assert oue.bits_per_report == 10
+    assert np.all(oue.data[:, 1] & 0b00111111 == 0)  # pad bits of the second byte are zero
+    assert had.data.max() < 16
+    assert had.bits_per_report == 4
+    for r in (rr, oue, had):
+        assert not r.data.flags.writeable
+        assert r.guarantee == sdp.PureDP(1.0)
+    with pytest.raises(ValueError, match="read-only"):
+        rr.data[0] = 1
+    big = sdp.local.randomize([70_000], 1.0, 70_001, scheme="rr", rng=0)
+    assert big.data.dtype == np.uint32
