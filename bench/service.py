@@ -3,23 +3,33 @@
 Usage::
 
     python bench/service.py [--clients 20] [--requests 50] [--workers 1] [--spends 200]
+                            [--ledger sqlite|postgres]
 
-Needs the ``service`` extra (FastAPI, uvicorn, httpx). Starts ``sharpdp.service`` on uvicorn
-(127.0.0.1, a free port) over a tiny table (60 persons × 3 rows), so the engine's part is small,
-and measures:
+Needs the ``service`` and ``postgres`` extras (FastAPI, uvicorn, httpx, psycopg) and, for the
+PostgreSQL ledger, Debian's ``postgresql`` package (a throwaway cluster on 127.0.0.1, the one
+``tests/service`` uses; without it the PostgreSQL parts are skipped with a message). Starts
+``sharpdp serve`` (uvicorn, 127.0.0.1, a free port) over a tiny table (60 persons × 3 rows), so
+the engine's part is small, and measures:
 
-1. **Overhead of ``POST /queries``** with ``--clients`` concurrent clients (threads with keep-alive
-   connections), each its own analyst, ``--requests`` queries each (a bounded ``count``, budget
-   ``approx:10,1e-6``, privacy ``pure:0.01``). Every response carries ``Server-Timing``: ``app``
-   (from the request's body to the response: validation, auth, budget check, durable spend,
-   release storage, serialisation, and waiting for a thread) and ``engine`` (building the plan,
-   running it on DuckDB, adding the noise). Overhead = app − engine, per request; also the
-   client's latency − engine (adds HTTP parsing and the loopback). The same query through the
-   library directly (one thread, in-memory ledger) gives the engine's own time for comparison.
+1. **Overhead of ``POST /queries``** beyond the engine's query time, with 1 client (no queueing)
+   and with ``--clients`` concurrent clients (threads with keep-alive connections), each its own
+   analyst, ``--requests`` queries each (a bounded ``count``, budget ``approx:10,1e-6``, privacy
+   ``pure:0.01``), on the ``--ledger`` storage. Every response carries ``Server-Timing``:
+   ``auth``, ``check`` (the dry run), ``spend`` (the accountant's check and the durable ledger
+   transaction), ``engine`` (building the plan, running it on DuckDB, adding the noise),
+   ``store`` (the release, durably) and ``respond`` (encoding the JSON), each with its CPU time,
+   and ``app`` (from the request's body to the response, including waiting for a thread).
+
+   (a) overhead as the server measures it: auth + check + spend + store + respond (wall clock of
+       those phases, and their CPU time); (b) overhead seen by the client: its latency minus the
+       engine phase (adds the framework, waiting for a thread and a core, HTTP on loopback).
+   The same query through the library directly (one thread) gives the engine's own time.
 2. **Zero overspend**: ``--spends`` concurrent spends of ``pure:0.1`` from one analyst against a
-   ``pure:1`` budget: how many were accepted, what the ledger reads, and any 5xx.
+   ``pure:1`` budget, on a SQLite ledger and on a PostgreSQL ledger: how many were accepted, the
+   ledger's rows and reading (read back directly), and any 5xx.
 
-Every spend is durable (WAL, synchronous=FULL): the numbers include the disk's fsync latency.
+Every spend is durable (SQLite: WAL, synchronous=FULL; PostgreSQL: synchronous_commit=on): the
+numbers include the disk's fsync latency.
 """
 
 from __future__ import annotations
@@ -44,6 +54,9 @@ import sharpdp as sdp
 from sharpdp.accounting.accountant import Accountant
 from sharpdp.accounting.ledger import Ledger
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "service"))
+from servers import Postgres, postgres_bindir  # the tests' throwaway cluster
+
 ADMIN = "bench-admin-token"
 QUERY = {"dataset": "people", "query": "count", "privacy": "pure:0.01"}
 
@@ -56,11 +69,11 @@ def table(path: Path) -> Path:
     return path
 
 
-def config(directory: Path, budget: str) -> Path:
+def config(directory: Path, budget: str, ledger: str = "ledger.sqlite") -> Path:
     data = table(directory / "people.csv")
     path = directory / "service.toml"
     path.write_text(
-        f'[ledger]\npath = "ledger.sqlite"\n[policy]\nbudget = "{budget}"\nperiod = "month"\n'
+        f'[ledger]\npath = "{ledger}"\n[policy]\nbudget = "{budget}"\nperiod = "month"\n'
         f'[datasets.people]\npath = "{data.name}"\nprivacy_unit = "person"\n'
     )
     return path
@@ -172,6 +185,7 @@ def overhead(url: str, clients: int, requests: int, prefix: str) -> dict[str, li
     def part(t: dict[str, float], name: str) -> float:
         return t.get(name, 0.0)
 
+    phases = ("auth", "check", "spend", "store", "respond")
     return {
         "client latency": [ms for ms, _, _ in results],
         "  engine": [part(t, "engine") for _, t, _ in results],
@@ -179,19 +193,19 @@ def overhead(url: str, clients: int, requests: int, prefix: str) -> dict[str, li
         "  budget check (dry run)": [part(t, "check") for _, t, _ in results],
         "  durable spend": [part(t, "spend") for _, t, _ in results],
         "  store release": [part(t, "store") for _, t, _ in results],
-        "overhead work": [
-            sum(part(t, k) for k in ("auth", "check", "spend", "store")) for _, t, _ in results
-        ],
-        "overhead CPU": [
-            sum(part(t, f"{k}-cpu") for k in ("auth", "check", "spend", "store"))
-            for _, t, _ in results
-        ],
+        "  encode the JSON": [part(t, "respond") for _, t, _ in results],
+        "(a) overhead, server": [sum(part(t, k) for k in phases) for _, t, _ in results],
+        "(a) overhead, its CPU": [sum(part(t, f"{k}-cpu") for k in phases) for _, t, _ in results],
         "app − engine (with waits)": [t["app"] - part(t, "engine") for _, t, _ in results],
-        "client − engine": [ms - part(t, "engine") for ms, t, _ in results],
+        "(b) client − engine": [ms - part(t, "engine") for ms, t, _ in results],
     }
 
 
-def overspend(url: str, directory: Path, spends: int) -> tuple[Counter[int], int, float, float]:
+def overspend(
+    url: str, ledger_target: str | Path, spends: int
+) -> tuple[Counter[int], int, float, float]:
+    """``spends`` concurrent spends of pure:0.1 by one analyst; (statuses, the ledger's rows of
+    the account, its ε read back from the ledger, wall seconds)."""
     token = analyst(url, "one")
     body = {"dataset": "people", "query": "count", "privacy": "pure:0.1"}
 
@@ -206,10 +220,16 @@ def overspend(url: str, directory: Path, spends: int) -> tuple[Counter[int], int
         statuses = Counter(pool.map(one, range(spends)))
     wall = time.perf_counter() - t0
     with (
-        Ledger(directory / "ledger.sqlite") as ledger,
+        Ledger(ledger_target, create=False) as ledger,
         Accountant(None, ledger, "one", period=time.strftime("%Y-%m", time.gmtime())) as account,
     ):
         return statuses, len(account.history()), account.epsilon(0.0), wall
+
+
+def table_of(rows: dict[str, list[float]]) -> None:
+    print(f"{'':28s} {'p50':>8s} {'p99':>8s} {'max':>8s}")
+    for name, values in rows.items():
+        print(f"{name:28s} {pct(values, 50):8.2f} {pct(values, 99):8.2f} {max(values):8.2f}")
 
 
 def main() -> None:
@@ -218,46 +238,77 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--spends", type=int, default=200)
+    parser.add_argument("--ledger", choices=("sqlite", "postgres"), default="sqlite")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        path = config(directory, "approx:10,1e-6")
-        lib = library_engine(directory / "people.csv", 200)
-        for clients, requests in ((1, args.requests), (args.clients, args.requests)):
-            process, url = start(path, args.workers)
-            try:
-                stats = overhead(url, clients, requests, prefix=f"c{clients}-")
-            finally:
-                stop(process)
-            print(
-                f"POST /queries, {clients} concurrent client(s) × {requests} queries, "
-                f"{args.workers} worker(s), {os.cpu_count()} cores (ms)"
-            )
-            print(f"{'':28s} {'p50':>8s} {'p99':>8s} {'max':>8s}")
-            rows = {"library: plan + engine": lib, **stats}
-            for name, values in rows.items():
-                print(
-                    f"{name:28s} {pct(values, 50):8.2f} {pct(values, 99):8.2f} {max(values):8.2f}"
-                )
-            n = len(stats["client latency"])
-            rate = n / sum(stats["client latency"]) * 1000 * clients
-            print(f"({n} queries, ≈ {rate:.0f} queries/s)\n")
+    bindir = postgres_bindir()
+    cluster = Postgres(bindir).start() if bindir is not None else None
+    if cluster is None:
+        print("(no PostgreSQL server binaries: apt-get install postgresql; skipping PostgreSQL)\n")
+        if args.ledger == "postgres":
+            raise SystemExit("--ledger postgres needs the PostgreSQL server binaries")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            run(Path(tmp), args, cluster)
+    finally:
+        if cluster is not None:
+            cluster.stop()
 
-        directory2 = directory / "overspend"
-        directory2.mkdir()
-        path2 = config(directory2, "pure:1")
-        process, url = start(path2, max(2, args.workers))
+
+def run(directory: Path, args: argparse.Namespace, cluster: Postgres | None) -> None:
+    summary: list[tuple[str, float, float]] = []
+    lib = library_engine(table(directory / "people.csv"), 200)
+    for clients in (1, args.clients):
+        here = directory / f"c{clients}"
+        here.mkdir()
+        pg = cluster.database() if cluster is not None and args.ledger == "postgres" else None
+        path = config(here, "approx:10,1e-6", pg or "ledger.sqlite")
+        process, url = start(path, args.workers)
         try:
-            statuses, rows_in_ledger, eps, wall = overspend(url, directory2, args.spends)
+            stats = overhead(url, clients, args.requests, prefix=f"c{clients}-")
         finally:
             stop(process)
         print(
-            f"{args.spends} concurrent spends of pure:0.1 by one analyst, budget pure:1, "
-            f"{max(2, args.workers)} workers"
+            f"POST /queries, {clients} concurrent client(s) × {args.requests} queries, "
+            f"{args.workers} worker(s), {args.ledger} ledger, {os.cpu_count()} cores (ms)"
         )
+        table_of({"library: plan + engine": lib, **stats})
+        n = len(stats["client latency"])
+        rate = n / sum(stats["client latency"]) * 1000 * clients
+        print(f"({n} queries, ≈ {rate:.0f} queries/s)\n")
+        for name in ("(a) overhead, server", "(a) overhead, its CPU", "(b) client − engine"):
+            values = stats[name]
+            summary.append((f"{name}, {clients} client(s)", pct(values, 50), pct(values, 99)))
+
+    print("Target: POST /queries overhead beyond the engine, p50 < 10 ms, p99 < 50 ms (ms)")
+    print(f"{'':40s} {'p50':>8s} {'p99':>8s}  met")
+    for name, p50, p99 in summary:
+        met = "yes" if p50 < 10 and p99 < 50 else "no"
+        print(f"{name:40s} {p50:8.2f} {p99:8.2f}  {met}")
+    print()
+
+    workers = max(2, args.workers)
+    print(
+        f"Target: {args.spends} concurrent spends, zero overspend (pure:0.1 each by one analyst, "
+        f"budget pure:1, {workers} workers)"
+    )
+    ledgers: list[tuple[str, str | None]] = [("sqlite", None)]
+    if cluster is not None:
+        ledgers.append(("postgres", cluster.database()))
+    for kind, url_or_none in ledgers:
+        here = directory / f"overspend-{kind}"
+        here.mkdir()
+        path = config(here, "pure:1", url_or_none or "ledger.sqlite")
+        target: str | Path = url_or_none or here / "ledger.sqlite"
+        process, url = start(path, workers)
+        try:
+            statuses, rows_in_ledger, eps, wall = overspend(url, target, args.spends)
+        finally:
+            stop(process)
+        fine = eps <= 1.0 and set(statuses) <= {200, 403} and rows_in_ledger == statuses[200]
         print(
-            f"  statuses {dict(statuses)}; ledger rows {rows_in_ledger}; ledger reads "
-            f"ε = {eps!r} (≤ 1: {'yes' if eps <= 1.0 else 'NO — OVERSPENT'}); {wall:.2f} s"
+            f"  {kind:8s} statuses {dict(sorted(statuses.items()))}; ledger rows {rows_in_ledger};"
+            f" ledger reads ε = {eps!r}; {wall:.2f} s; zero overspend, no 5xx: "
+            f"{'yes' if fine else 'NO'}"
         )
 
 

@@ -138,6 +138,35 @@ def test_over_budget_is_refused_and_nothing_is_spent(server: Server) -> None:
     assert httpx.post(f"{server.url}/explain", json=count_by(), headers=h).json()["fits"] is False
 
 
+def test_a_query_is_timed_phase_by_phase(server: Server) -> None:
+    """``Server-Timing`` of ``POST /queries``: one ``Query.run`` split at its spend's commit into
+    ``spend`` and ``engine``, and the other phases, each with its CPU time, within ``app``."""
+    h = bearer(new_analyst(server.url, "timed", "approx:1,1e-6"))
+    r = httpx.post(f"{server.url}/queries", json=count_by(), headers=h)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"] == "application/json"
+    parts = {}
+    for part in r.headers["server-timing"].split(","):
+        name, _, value = part.strip().partition(";dur=")
+        parts[name] = float(value)
+    phases = ("auth", "check", "spend", "engine", "store", "respond")
+    assert set(parts) == {"app", *phases, *(f"{p}-cpu" for p in phases)}
+    assert all(value >= 0.0 for value in parts.values())
+    assert parts["spend"] > 0.0
+    assert parts["engine"] > 0.0
+    assert sum(parts[p] for p in phases) <= parts["app"] + 0.01  # all inside the request
+    # the spend timed is the one recorded: the ledger holds it, and the release names it
+    with Ledger(server.config.with_name("ledger.sqlite")) as ledger:
+        [entry] = ledger.entries("timed")
+    assert r.json()["spend_id"] == entry.id
+    refused = httpx.post(f"{server.url}/queries", json=count_by(privacy="pure:5"), headers=h)
+    assert refused.status_code == 403  # refused on the dry run: no spend, no engine run timed
+    timed = refused.headers["server-timing"]
+    assert "check;" in timed
+    assert "spend;" not in timed
+    assert "store;" not in timed
+
+
 def test_admin_changes_budgets_and_revokes_tokens(server: Server) -> None:
     token = new_analyst(server.url, "carla", "pure:0.1")
     h = bearer(token)

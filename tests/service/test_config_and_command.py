@@ -12,6 +12,7 @@ import pytest
 from servers import ADMIN, SERVE, admin, bearer, free_port, wait_ready, write_config
 
 import sharpdp as sdp
+from sharpdp.service.app import create_app
 from sharpdp.service.config import example_config, load
 
 
@@ -44,6 +45,20 @@ def test_a_bad_config_names_the_key(tmp_path: Path, extra: str, message: str) ->
     path = write_config(tmp_path, extra=extra)
     with pytest.raises(sdp.InvalidParameter, match=message):
         load(path)
+
+
+def test_the_ledger_may_be_a_postgres_url(tmp_path: Path) -> None:
+    url = "postgresql://sharpdp:s3cret-pw@127.0.0.1:1/privacy"
+    config = load(write_config(tmp_path, ledger=url))
+    assert config.ledger == url  # a URL, kept as written (not a path)
+    assert config.state == tmp_path / "service.sqlite"  # the state: beside the config
+    # nothing listens on port 1: the service refuses to start, without showing the password
+    with pytest.raises(sdp.LedgerError) as refused:
+        create_app(config, admin_token="x")
+    assert "s3cret-pw" not in str(refused.value)
+    assert "127.0.0.1:1" in str(refused.value)
+    with pytest.raises(sdp.InvalidParameter, match="SQLite file or a postgresql:// URL"):
+        load(write_config(tmp_path, ledger="mysql://root@127.0.0.1/privacy"))
 
 
 @pytest.mark.parametrize(("budget", "message"), [("approx:1", "approx takes"), ("br:1", "unknown")])

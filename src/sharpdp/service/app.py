@@ -32,21 +32,28 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import sharpdp as sdp
 from sharpdp._version import __version__
-from sharpdp.accounting.ledger import Ledger
+from sharpdp.accounting.ledger import (
+    Entry,
+    History,
+    Ledger,
+    PostgresLedger,
+    Reading,
+    is_postgres_url,
+)
 from sharpdp.cli.budget import Cost, spend_cost
-from sharpdp.mechanisms._samplers import as_generator
 from sharpdp.service import calculator, pages, spelling
 from sharpdp.service._db import Database
 from sharpdp.service.auth import Analyst, Authenticator
@@ -56,7 +63,14 @@ from sharpdp.service.queries import QueryRequest, build, explanation, release_pa
 from sharpdp.service.releases import Releases
 from sharpdp.service.sessions import Datasets, period_label
 
-__all__ = ["ADMIN_TOKEN_ENV", "CONFIG_ENV", "Service", "app_from_environment", "create_app"]
+__all__ = [
+    "ADMIN_TOKEN_ENV",
+    "CONFIG_ENV",
+    "Service",
+    "app_from_environment",
+    "create_app",
+    "open_ledger",
+]
 
 #: The environment variable holding the admin bearer token.
 ADMIN_TOKEN_ENV = "SHARPDP_ADMIN_TOKEN"
@@ -75,9 +89,11 @@ class Guard:
     """ASGI middleware: a request body over ``limit`` bytes gets 413 before the app reads it
     (``Content-Length`` checked first; chunked bodies counted as they arrive); every response
     carries a ``Server-Timing`` header: ``app`` (ms from the body's arrival to the response) and
-    the parts timed by the routes (``auth``; for queries ``check``, ``spend``, ``engine`` —
-    building the plan, running it in the engine, adding noise — and ``store``), each also as
-    ``<part>-cpu``, the CPU time of the thread that ran it."""
+    the parts timed by the routes (``auth``; for queries ``check`` — the dry run —, ``spend`` —
+    the accountant's check and the ledger transaction —, ``engine`` — building the plan, running
+    it in the engine, adding noise —, ``store`` and ``respond`` — encoding the JSON), each also
+    as ``<part>-cpu``, the CPU time of the thread that ran it. ``app`` minus the parts is the
+    rest: body validation, waiting for a thread of the pool, the framework."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -212,9 +228,10 @@ class Service:
 
     def __init__(self, config: ServiceConfig, admin_token: str | None) -> None:
         self.config = config
-        config.ledger.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(config.ledger, Path):
+            config.ledger.parent.mkdir(parents=True, exist_ok=True)
         config.state.parent.mkdir(parents=True, exist_ok=True)
-        self.ledger = Ledger(config.ledger)
+        self.ledger = open_ledger(config.ledger)
         self.db = Database(config.state)
         self.auth = Authenticator(self.db, admin_token)
         self.releases = Releases(self.db)
@@ -241,6 +258,19 @@ class Service:
         return found
 
 
+def _respond(request: Request, value: dict[str, Any]) -> Response:
+    """``value`` as a JSON response, encoded here (timed as ``respond``) rather than by FastAPI:
+    the same bytes as its ``JSONResponse`` (UTF-8, compact), without validating the dict again
+    against the route's ``dict[str, Any]`` model."""
+    start = _clock()
+    body = json.dumps(
+        _payload(value), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    ).encode()
+    response = Response(body, media_type="application/json")
+    _timed(request, "respond", start)
+    return response
+
+
 _bearer = HTTPBearer(auto_error=False)
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
@@ -255,16 +285,83 @@ def _clock() -> tuple[float, float]:
     return time.perf_counter(), time.thread_time()
 
 
-def _timed(request: Request, name: str, start: tuple[float, float]) -> None:
-    """Record ``name`` since ``start`` for the ``Server-Timing`` header: the wall-clock ms as
-    ``name`` and this thread's CPU ms as ``name-cpu`` (the difference is waiting: for the GIL,
-    a lock, the disk)."""
+def _timed(
+    request: Request, name: str, start: tuple[float, float], end: tuple[float, float] | None = None
+) -> None:
+    """Record ``name`` from ``start`` to ``end`` (default: now) for the ``Server-Timing`` header:
+    the wall-clock ms as ``name`` and this thread's CPU ms as ``name-cpu`` (the difference is
+    waiting: for the GIL, a lock, the disk)."""
     timings = getattr(request.state, "timings", None)
     if timings is None:
         timings = request.state.timings = {}
-    wall, cpu = _clock()
+    wall, cpu = _clock() if end is None else end
     timings[name] = timings.get(name, 0.0) + (wall - start[0]) * 1000.0
     timings[f"{name}-cpu"] = timings.get(f"{name}-cpu", 0.0) + (cpu - start[1]) * 1000.0
+
+
+#: When this thread's last spend committed (``_clock()``), set by the service's ledger.
+_SPENT = threading.local()
+
+
+def _split(request: Request, start: tuple[float, float], spent: tuple[float, float] | None) -> None:
+    """Time one ``Query.run`` (and the release's JSON) as two phases, split where its spend
+    committed: ``spend`` from ``start`` to the commit (the accountant's check and the ledger
+    transaction), ``engine`` from the commit to now (the engine and the noise). Without a commit
+    in this thread (none recorded), all of it is ``spend``."""
+    if spent is None:
+        _timed(request, "spend", start)
+        return
+    _timed(request, "spend", start, spent)
+    _timed(request, "engine", spent)
+
+
+class _TimedLedger(Ledger):
+    """The SQLite :class:`Ledger`, remembering in the thread when each of its spends committed
+    (so that ``Server-Timing`` can tell the spend from the engine inside ``Query.run``)."""
+
+    __slots__ = ()
+
+    def append(
+        self,
+        analyst: str,
+        period: str,
+        item: sdp.Guarantee,
+        count: int,
+        *,
+        decide: Callable[[History], Reading],
+    ) -> Entry:
+        """:meth:`Ledger.append`, then the time of its commit noted for this thread."""
+        entry = super().append(analyst, period, item, count, decide=decide)
+        _SPENT.at = _clock()
+        return entry
+
+
+class _TimedPostgresLedger(PostgresLedger):
+    """:class:`PostgresLedger` timed as :class:`_TimedLedger`."""
+
+    __slots__ = ()
+
+    def append(
+        self,
+        analyst: str,
+        period: str,
+        item: sdp.Guarantee,
+        count: int,
+        *,
+        decide: Callable[[History], Reading],
+    ) -> Entry:
+        """:meth:`PostgresLedger.append`, then the time of its commit noted for this thread."""
+        entry = super().append(analyst, period, item, count, decide=decide)
+        _SPENT.at = _clock()
+        return entry
+
+
+def open_ledger(target: str | os.PathLike[str]) -> Ledger:
+    """The service's ledger at ``target``: a SQLite file, or a PostgreSQL database named by a
+    ``postgresql://`` URL (created if missing in either case)."""
+    if isinstance(target, str) and is_postgres_url(target):
+        return _TimedPostgresLedger(target)
+    return _TimedLedger(target)
 
 
 def _analyst(request: Request, credentials: Credentials) -> Analyst:
@@ -372,8 +469,8 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
             out = explanation(query)
         return _payload({"dataset": body.dataset, "period": slot.period, **out})
 
-    @app.post("/queries", tags=["analysts"])
-    def run_query(body: QueryRequest, who: Caller, request: Request) -> dict[str, Any]:
+    @app.post("/queries", tags=["analysts"], response_model=dict[str, Any])
+    def run_query(body: QueryRequest, who: Caller, request: Request) -> Response:
         """Run one query: check and record its spend in one ledger transaction (403, nothing
         spent, when it does not fit), then compute, store the release with its spend, return."""
         target = spelling.target(body.privacy)
@@ -396,15 +493,16 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
                     f"{slot.period!r}) over the budget {summary.budget!r}: spent so far "
                     f"{summary.spent!r}, remaining {summary.remaining!r}; nothing was recorded"
                 )
+            # Query.run: the spend is checked and recorded durably first, then the engine runs
             start = _clock()
-            entry = accountant.spend(item, count)  # durable before anything is computed
-            _timed(request, "spend", start)
-            start = _clock()
-            # Query.run without its spend (done above, so that the release names its ledger row)
-            release = query._release(as_generator(None))
+            _SPENT.at = None
+            release = query.run(rng=None)
             result = release_payload(release, body.level)
-            _timed(request, "engine", start)
-            result["cost"] = {"item": repr(item), "count": count}
+            _split(request, start, getattr(_SPENT, "at", None))
+            entry = release.spend
+            if entry is None:  # pragma: no cover - Query.run always names its spend
+                raise sdp.LedgerError("the release does not name its spend")
+            result["cost"] = {"item": repr(entry.item), "count": entry.count}
             start = _clock()
             release_id, created = service.releases.store(
                 who.name,
@@ -416,7 +514,8 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
             )
             remaining = accountant.remaining()
             _timed(request, "store", start)
-        return _payload(
+        return _respond(
+            request,
             {
                 "id": release_id,
                 "created_at": created,
@@ -426,7 +525,7 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
                 "spent": entry.spent_after,
                 "measure": entry.measure,
                 "remaining": remaining,
-            }
+            },
         )
 
     @app.get("/budget", tags=["analysts"])

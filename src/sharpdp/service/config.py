@@ -3,11 +3,14 @@
 Example (``service.toml``; relative paths are read from the file's directory)::
 
     [ledger]
-    path = "budget.sqlite"          # the durable SQLite ledger (created if missing)
+    path = "budget.sqlite"          # the durable SQLite ledger (created if missing), or a
+                                    # PostgreSQL database shared by several servers:
+                                    # path = "postgresql://sharpdp@db.internal:5432/privacy"
 
     [service]
     state = "service.sqlite"        # analysts, token hashes, stored releases (default: beside
-                                    # the ledger, named <ledger stem>.service.sqlite)
+                                    # the ledger, named <ledger stem>.service.sqlite; with a
+                                    # PostgreSQL ledger, service.sqlite beside this file)
     max_body_bytes = 65536          # larger request bodies get 413
 
     [policy]                        # the budget of analysts created without one
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sharpdp.accounting.ledger import is_postgres_url
 from sharpdp.errors import InvalidParameter
 
 __all__ = [
@@ -85,7 +89,9 @@ class ServiceConfig:
 
     Attributes:
         datasets: the served data sets, by name.
-        ledger: the SQLite ledger file (budgets and spends).
+        ledger: the ledger (budgets and spends): a SQLite file (a :class:`~pathlib.Path`) or a
+            PostgreSQL database (its ``postgresql://`` URL, a :class:`str`), which several
+            servers can share.
         state: the service's own SQLite file (analysts, token hashes, releases).
         budget: the default budget of new analysts, spelled as on the command line.
         period: the default budget period (a key of :data:`PERIODS`).
@@ -93,7 +99,7 @@ class ServiceConfig:
     """
 
     datasets: tuple[DatasetConfig, ...]
-    ledger: Path
+    ledger: Path | str
     state: Path
     budget: str = "approx:1,1e-6"
     period: str = "month"
@@ -220,16 +226,28 @@ def parse(data: dict[str, Any], base: Path, where: str = "config") -> ServiceCon
     _only(data, ("ledger", "service", "policy", "datasets"), where)
     ledger_t = _table(data, "ledger", where)
     _only(ledger_t, ("path",), f"{where} [ledger]")
-    ledger = _path(_string(ledger_t, "path", f"{where} [ledger]", "budget.sqlite"), base)
+    ledger_text = _string(ledger_t, "path", f"{where} [ledger]", "budget.sqlite")
+    ledger: Path | str
+    if is_postgres_url(ledger_text):
+        ledger = ledger_text
+        default_state = base / "service.sqlite"
+    elif "://" in ledger_text:
+        scheme = ledger_text.partition("://")[0]
+        raise InvalidParameter(
+            f"{where} [ledger]: path must be a SQLite file or a postgresql:// URL, got a "
+            f"{scheme}:// URL"
+        )
+    else:
+        ledger = _path(ledger_text, base)
+        default_state = ledger.with_name(f"{ledger.stem}.service.sqlite")
     service_t = _table(data, "service", where)
     _only(service_t, ("state", "max_body_bytes"), f"{where} [service]")
-    default_state = ledger.with_name(f"{ledger.stem}.service.sqlite")
     state = (
         _path(_string(service_t, "state", f"{where} [service]"), base)
         if "state" in service_t
         else default_state
     )
-    if state.resolve() == ledger.resolve():
+    if isinstance(ledger, Path) and state.resolve() == ledger.resolve():
         raise InvalidParameter(f"{where}: [service] state must not be the ledger file")
     max_body = _positive_int(service_t, "max_body_bytes", f"{where} [service]", 65536)
     policy = _table(data, "policy", where)

@@ -6,7 +6,8 @@ connections are not safe to share between threads, so each session gets its own 
 database (a connection of its own to the same data), and its queries run one at a time under the
 session's lock; different analysts' queries run in parallel. All sessions of a worker share one
 :class:`~sharpdp.accounting.ledger.Ledger`: the spend of every query is checked and recorded in
-one ledger transaction (``BEGIN IMMEDIATE``), across threads and worker processes alike.
+one ledger transaction (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: under the account's advisory
+lock), across threads, worker processes and — with PostgreSQL — servers alike.
 
 An account (analyst, period) is opened in the ledger with the analyst's budget policy the first
 time it is used; from then on its budget lives in the ledger (an admin's change is recorded
