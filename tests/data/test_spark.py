@@ -101,6 +101,39 @@ QUERIES: list[tuple[str, Callable[[Any, list[str], list[str]], Any]]] = [
         ),
     ),
     (
+        "workload marginals",
+        lambda s, c, d: s.workload(
+            sdp.data.marginals(
+                ["origin", "carrier"],
+                way=2,
+                domains={"origin": ["EWR", "JFK", "LGA"], "carrier": c},
+            ),
+            privacy=sdp.ZCDP(0.5),
+            max_rows=2,
+        ),
+    ),
+    (
+        "workload discovered domain and bins",
+        lambda s, c, d: s.workload(
+            sdp.data.marginals(
+                ["carrier", "air_time"], way=2, domains={"air_time": sdp.data.bins(0, 700, 7)}
+            ),
+            privacy=sdp.ApproxDP(1.0, 1e-7),
+        ),
+    ),
+    (
+        "mwem",
+        lambda s, c, d: s.mwem_query(
+            sdp.data.marginals(
+                ["origin", "carrier"],
+                way=1,
+                domains={"origin": ["EWR", "JFK", "LGA"], "carrier": c},
+            ),
+            privacy=sdp.PureDP(1.0),
+            rounds=5,
+        ),
+    ),
+    (
         "top_k unknown by",
         lambda s, c, d: s.top_k(
             "dest", 5, privacy=sdp.ApproxDP(20.0, 1e-6), max_groups=3, max_rows=1, by="origin"

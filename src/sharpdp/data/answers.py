@@ -126,9 +126,18 @@ def _gaussian(privacy: sdp.Guarantee, m: int, c: int) -> WorkloadNoise | None:
     """The Gaussian candidate (ℓ2), or ``None`` for a pure target (it needs δ > 0 or zCDP)."""
     l2 = _sqrt_up(m * m * c)
     if isinstance(privacy, sdp.ZCDP | sdp.ApproxZCDP):
+        # Δ_eff (the sensitivity on the release grid) slightly exceeds an irrational Δ₂: use it
         sigma = l2 / math.sqrt(2.0 * privacy.rho)
-        while sdp.Gaussian(sigma, sensitivity=l2).rho > privacy.rho:
-            sigma = math.nextafter(sigma, math.inf)
+        for _ in range(100):
+            law = sdp.Gaussian(sigma, sensitivity=l2)
+            if law.rho <= privacy.rho:
+                break
+            sigma = max(
+                law.effective_sensitivity / math.sqrt(2.0 * privacy.rho),
+                sigma * (1.0 + 2.0**-50),
+            )
+        else:  # pragma: no cover - the loop converges in a few steps
+            raise InvalidParameter(f"could not calibrate a Gaussian to {privacy!r}")
         route = "Gaussian, σ = Δ₂/√(2ρ) (ℓ2 = m√C; ρ = Δ₂²/(2σ²), Bun–Steinke 2016 Prop 1.6)"
     elif isinstance(privacy, sdp.ApproxDP) and privacy.delta_ > 0.0:
         law = sdp.calibrate(sdp.Gaussian, privacy, sensitivity=l2)

@@ -1,0 +1,379 @@
+"""Workloads (``Session.answer``) and MWEM (``Session.mwem``), checked from first principles.
+
+Expected values come from independent computations: the bounded true answers from pandas, the
+overlap C by brute-force enumeration, the noise calibrations from their closed forms (discrete
+Laplace t = mC/ε; Gaussian σ from ρ = Δ₂²/(2σ²), or Balle–Wang's δ(ε) evaluated with scipy's
+normal CDF), the mechanism choice from the closed-form E|Z| of each law, and MWEM's privacy from
+the sum of its parts' ρ (or ε).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import sharpdp as sdp
+
+DOM = {"a": [0, 1, 2], "b": ["x", "y"], "c": [10, 20]}
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    """300 persons; person p has 1–4 rows with values drawn from a fixed seed."""
+    g = np.random.default_rng(7)
+    rows = []
+    for p in range(300):
+        for _ in range(int(g.integers(1, 5))):
+            rows.append(
+                (p, int(g.integers(0, 3)), "xy"[int(g.integers(0, 2))], int(g.choice([10, 20])))
+            )
+    return pd.DataFrame(rows, columns=["who", "a", "b", "c"])
+
+
+def session(table: pd.DataFrame, budget: sdp.Guarantee | None = None) -> sdp.data.Session:
+    return sdp.data.Session(table, "who", budget or sdp.ApproxDP(1e9, 1e-3))
+
+
+def bounded_cells(table: pd.DataFrame, columns: list[str], m: int) -> pd.DataFrame:
+    """Each person's distinct combinations, all kept when m ≥ their number (the tests choose m
+    so, or check only totals)."""
+    distinct = table[["who", *columns]].drop_duplicates()
+    assert distinct.groupby("who").size().max() <= m
+    return distinct
+
+
+# -- the workload's structure -----------------------------------------------------------------------
+
+
+def brute_overlap(queries: dict[str, dict[str, object]], values: dict[str, list[object]]) -> int:
+    cols = sorted(values)
+    best = 0
+    for combo in itertools.product(*[values[c] for c in cols]):
+        row = dict(zip(cols, combo, strict=True))
+        hits = 0
+        for conds in queries.values():
+            ok = True
+            for col, allowed in conds.items():
+                allowed_set = set(allowed) if isinstance(allowed, list) else {allowed}
+                ok = ok and row[col] in allowed_set
+            hits += ok
+        best = max(best, hits)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_predicate_overlap_is_the_brute_force_maximum(seed: int) -> None:
+    g = np.random.default_rng(seed)
+    queries: dict[str, dict[str, object]] = {}
+    for i in range(int(g.integers(1, 12))):
+        conds: dict[str, object] = {}
+        for col, vals in DOM.items():
+            if g.random() < 0.6:
+                k = int(g.integers(1, len(vals) + 1))
+                conds[col] = [vals[j] for j in g.choice(len(vals), k, replace=False)]
+        queries[f"q{i}"] = conds or {"a": [0]}
+    w = sdp.data.predicates(queries)
+    # values not mentioned behave alike: the brute force includes an "other" value per column
+    values = {c: [*DOM[c], object()] for c in DOM}
+    assert w.overlap({}) == brute_overlap(queries, values)
+    assert w.overlap(DOM) == brute_overlap(queries, dict(DOM))
+
+
+def test_marginal_cells_and_overlap() -> None:
+    w = sdp.data.marginals(["a", "b", "c"], way=2, domains=DOM)
+    assert w.subsets == (("a", "b"), ("a", "c"), ("b", "c"))
+    assert w.overlap(DOM) == 3
+    assert w.query_count(DOM) == 3 * 2 + 3 * 2 + 2 * 2
+    _rows, matrix = w.matrix(DOM)
+    assert matrix.shape == (16, 12)
+    assert np.all(np.asarray(matrix.sum(axis=0)).ravel() == 3)  # each point is in 3 cells
+
+
+# -- answers -----------------------------------------------------------------------------------------
+
+
+def test_answers_with_a_huge_budget_equal_the_bounded_truth(table: pd.DataFrame) -> None:
+    s = session(table)
+    w = sdp.data.marginals(["a", "b", "c"], way=2, domains=DOM)
+    r = s.answer(w, privacy=sdp.ZCDP(1e8), max_rows=4, rng=0)
+    got = r.to_pandas()
+    cells = bounded_cells(table, ["a", "b", "c"], 4)
+    for (x, y), part in got[got["query"] == "a × b"].groupby(["a", "b"]):
+        want = ((cells["a"] == x) & (cells["b"] == y)).sum()
+        assert abs(part["count"].iloc[0] - want) < 0.01
+    assert len(got) == 16
+    assert r.spend is not None
+    assert r.spend.id == 1
+
+
+def test_predicate_answers_equal_the_truth(table: pd.DataFrame) -> None:
+    s = session(table)
+    queries = {"a0": {"a": 0}, "a12_x": {"a": [1, 2], "b": "x"}, "c20": {"c": 20}}
+    r = s.answer(sdp.data.predicates(queries), privacy=sdp.PureDP(1e6), max_rows=4, rng=1)
+    cells = bounded_cells(table, ["a", "b", "c"], 4)
+    want = [
+        (cells["a"] == 0).sum(),
+        (cells["a"].isin([1, 2]) & (cells["b"] == "x")).sum(),
+        (cells["c"] == 20).sum(),
+    ]
+    assert r.to_pandas()["count"].tolist() == want
+    assert r.mechanism == "laplace"
+
+
+def test_each_person_keeps_at_most_max_rows_distinct_rows(table: pd.DataFrame) -> None:
+    s = session(table)
+    w = sdp.data.marginals(["a", "b", "c"], way=3, domains=DOM)
+    total = s.answer(w, privacy=sdp.ZCDP(1e8), max_rows=2, rng=0).to_pandas()["count"].sum()
+    distinct = table[["who", "a", "b", "c"]].drop_duplicates().groupby("who").size()
+    assert abs(total - np.minimum(distinct, 2).sum()) < 0.01
+
+
+def discrete_laplace_abs(t: float) -> float:
+    q = math.exp(-1.0 / t)
+    return 2 * q / (1 - q * q)
+
+
+def balle_wang_delta(mu: float, eps: float) -> float:
+    return float(
+        stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+    )
+
+
+@pytest.mark.parametrize(
+    ("privacy", "m", "c"),
+    [
+        (sdp.PureDP(0.5), 1, 3),
+        (sdp.PureDP(0.5), 3, 3),
+        (sdp.ZCDP(0.1), 1, 10),
+        (sdp.ZCDP(0.1), 2, 6),
+        (sdp.ApproxDP(1.0, 1e-6), 1, 2),
+        (sdp.ApproxDP(1.0, 1e-6), 1, 50),
+        (sdp.ApproxDP(0.3, 1e-8), 2, 20),
+    ],
+)
+def test_noise_calibration_and_choice(privacy: sdp.Guarantee, m: int, c: int) -> None:
+    from sharpdp.data.answers import choose_noise
+
+    lap = choose_noise(privacy, m, c, "laplace")
+    assert isinstance(lap.law, sdp.DiscreteLaplace)
+    if isinstance(privacy, sdp.PureDP | sdp.ApproxDP):
+        assert lap.law.scale == pytest.approx(m * c / privacy.epsilon_, rel=1e-12)
+        assert lap.law.scale >= m * c / privacy.epsilon_
+    assert lap.error == pytest.approx(discrete_laplace_abs(lap.law.scale), rel=1e-9)
+    if isinstance(privacy, sdp.PureDP):
+        with pytest.raises(sdp.InvalidParameter):
+            choose_noise(privacy, m, c, "gaussian")
+        assert choose_noise(privacy, m, c).name == "laplace"
+        return
+    gauss = choose_noise(privacy, m, c, "gaussian")
+    assert isinstance(gauss.law, sdp.Gaussian)
+    sigma, l2 = gauss.law.sigma, gauss.law.sensitivity
+    assert l2 >= m * math.sqrt(c)
+    assert l2 == pytest.approx(m * math.sqrt(c), rel=1e-12)
+    if isinstance(privacy, sdp.ZCDP):
+        assert sigma == pytest.approx(l2 / math.sqrt(2 * privacy.rho), rel=1e-9)
+        assert l2**2 / (2 * sigma**2) <= privacy.rho * (1 + 1e-9)
+    else:
+        eps, delta = privacy.epsilon_, privacy.delta_
+        assert balle_wang_delta(l2 / sigma, eps) <= delta * (1 + 1e-6)
+        assert balle_wang_delta(l2 / (sigma * 0.99), eps) > delta  # least σ, to 1%
+        classical = l2 * math.sqrt(2 * math.log(1.25 / delta)) / eps
+        assert sigma < classical
+    best = min((lap, gauss), key=lambda n: n.error)
+    assert gauss.error == pytest.approx(sigma * math.sqrt(2 / math.pi))
+    assert choose_noise(privacy, m, c).name == best.name
+
+
+def test_gaussian_noise_law_and_interval_coverage(table: pd.DataFrame) -> None:
+    """One release through the engine, then 150 seeded draws of the same law: the residuals'
+    standard deviation is within 7% of σ (2,400 draws: the sample sd's sd ≈ 1.44%, so a false
+    failure needs > 4.8 sd, probability < 2e-6), and the 90% intervals cover the truth 90% ± 2.5%
+    of the time (binomial sd 0.61%: a false failure needs 4.1 sd, probability < 1e-4)."""
+    w = sdp.data.marginals(["a", "b", "c"], way=2, domains=DOM)
+    truth = session(table).answer(w, privacy=sdp.ZCDP(1e8), max_rows=4, rng=0)
+    exact = np.rint(truth.to_pandas()["count"].to_numpy())
+    r = session(table).answer(w, privacy=sdp.ZCDP(0.05), max_rows=4, mechanism="gaussian", rng=3)
+    assert isinstance(r.law, sdp.Gaussian)
+    sigma = r.law.sigma
+    half = r.half_width(0.9)
+    g = np.random.default_rng(11)
+    draws = np.stack([r.law.release(exact, rng=g) for _ in range(150)])
+    draws[0] = r.to_pandas()["count"].to_numpy()  # the engine's own release among them
+    assert np.std(draws - exact) == pytest.approx(sigma, rel=0.07)
+    assert np.mean(np.abs(draws - exact) <= half) == pytest.approx(0.9, abs=0.025)
+    assert half == pytest.approx(sigma * stats.norm.ppf(0.95), rel=1e-6)
+
+
+def test_explain_spends_nothing_and_the_charge_is_spent(table: pd.DataFrame) -> None:
+    s = session(table, sdp.ApproxDP(1.0, 1e-6))
+    w = sdp.data.marginals(["a", "b"], way=2, domains={"a": DOM["a"], "b": DOM["b"]})
+    q = s.workload(w, privacy=sdp.ApproxDP(0.5, 1e-7), max_rows=1)
+    text = str(q.explain())
+    assert "E|Z|" in text
+    assert "chosen" in text
+    assert not s.accountant.history()
+    q.run(rng=0)
+    (entry,) = s.accountant.history()
+    assert (entry.item, entry.count) == q.charge
+    with pytest.raises(sdp.BudgetExceeded):
+        s.answer(w, privacy=sdp.ApproxDP(0.9, 1e-7), max_rows=1, rng=0)
+    assert len(s.accountant.history()) == 1
+
+
+def test_undeclared_domains_are_found_privately(table: pd.DataFrame) -> None:
+    s = session(table, sdp.ApproxDP(1e6, 1e-6))
+    r = s.answer(sdp.data.marginals(["a", "b"], way=2), privacy=sdp.ApproxDP(1e5, 1e-7), rng=0)
+    assert dict(r.domains) == {"a": (0, 1, 2), "b": ("x", "y")}
+    assert len(r.to_pandas()) == 6
+    # discovery needs δ: a pure budget cannot pay it, and nothing is spent
+    pure = session(table, sdp.PureDP(10.0))
+    with pytest.raises(sdp.InvalidParameter, match="δ"):
+        pure.answer(sdp.data.marginals(["a"], way=1), privacy=sdp.PureDP(1.0))
+    assert not pure.accountant.history()
+
+
+def test_binned_columns(table: pd.DataFrame) -> None:
+    s = session(table)
+    w = sdp.data.marginals(["c"], way=1, domains={"c": sdp.data.bins(0, 30, 3)})
+    got = s.answer(w, privacy=sdp.ZCDP(1e8), max_rows=4, rng=0).to_pandas()
+    cells = bounded_cells(table, ["c"], 4)
+    assert got["c"].tolist() == [0.0, 10.0, 20.0]
+    want = [0, (cells["c"] == 10).sum(), (cells["c"] == 20).sum()]
+    assert np.allclose(got["count"], want, atol=0.01)
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: sdp.data.predicates({}), "non-empty"),
+        (lambda: sdp.data.predicates({"q": {}}), "map columns"),
+        (lambda: sdp.data.marginals([], way=1), "non-empty"),
+        (lambda: sdp.data.marginals(["a", "b"], way=3), "way"),
+        (lambda: sdp.data.marginals(["a", "a"], way=1), "repeated"),
+        (lambda: sdp.data.marginals(["a"], way=1, domains={"b": [1]}), "not in the workload"),
+        (lambda: sdp.data.marginals(["a"], way=1, domains={"a": []}), "empty"),
+        (lambda: sdp.data.marginals(["a"], way=1, domains={"a": [1, 1]}), "repeated"),
+        (lambda: sdp.data.marginals(["a"], way=1, domains={"a": "abc"}), "list of values"),
+        (lambda: sdp.data.bins(1, 0, 3), "lower < upper"),
+        (lambda: sdp.data.bins(0, 1, 0), "count"),
+    ],
+)
+def test_bad_workloads(build: object, match: str) -> None:
+    with pytest.raises(sdp.InvalidParameter, match=match):
+        build()  # type: ignore[operator]
+
+
+def test_bad_use_spends_nothing(table: pd.DataFrame) -> None:
+    s = session(table)
+    cases = [
+        lambda: s.answer("a", privacy=sdp.PureDP(1.0)),
+        lambda: s.answer(
+            sdp.data.marginals(["nope"], way=1, domains={"nope": [1]}), privacy=sdp.PureDP(1.0)
+        ),
+        lambda: s.answer(
+            sdp.data.marginals(["who"], way=1, domains={"who": [1]}), privacy=sdp.PureDP(1.0)
+        ),
+        lambda: s.answer(
+            sdp.data.marginals(["b"], way=1, domains={"b": sdp.data.bins(0, 1, 2)}),
+            privacy=sdp.PureDP(1.0),
+        ),
+        lambda: s.answer(
+            sdp.data.predicates({"q": {"a": 0}}), privacy=sdp.PureDP(1.0), mechanism="gaussian"
+        ),
+        lambda: s.answer(
+            sdp.data.predicates({"q": {"a": 0}}), privacy=sdp.PureDP(1.0), mechanism="best"
+        ),
+        lambda: s.answer(sdp.data.predicates({"q": {"a": 0}}), privacy=1.0),
+        lambda: s.answer(sdp.data.predicates({"q": {"a": 0}}), privacy=sdp.PureDP(1.0), max_rows=0),
+        lambda: s.mwem(sdp.data.predicates({"q": {"a": 0}}), privacy=sdp.PureDP(1.0)),
+        lambda: s.mwem(
+            sdp.data.marginals(
+                ["a", "b"], way=1, domains={"a": list(range(2000)), "b": list(range(1000))}
+            ),
+            privacy=sdp.PureDP(1.0),
+        ),
+        lambda: s.mwem(
+            sdp.data.marginals(["a"], way=1, domains={"a": [0, 1, 2]}),
+            privacy=sdp.PureDP(1.0),
+            rounds=0,
+        ),
+    ]
+    for case in cases:
+        with pytest.raises(sdp.InvalidParameter):
+            case()
+    assert not s.accountant.history()
+
+
+# -- MWEM ---------------------------------------------------------------------------------------------
+
+
+def test_mwem_accounting_adds_up_independently() -> None:
+    """zCDP: ρ(n̂) + T·ε_sel²/8 + T·ρ(measurement) ≤ ρ (each part from its closed form); pure:
+    ε(n̂) + T·(ε_sel + ε_meas) ≤ ε; bounded range buys 2–4× the rounds of an ε²/2 analysis."""
+    from sharpdp.data.mwem import plan_mwem
+
+    for m, t in ((1, 7), (2, 30)):
+        p = plan_mwem(sdp.ZCDP(0.5), m, t)
+        rho = (m / p.total.sigma) ** 2 / 2 + t * p.selection.epsilon_**2 / 8
+        rho += t * (m / p.measurement.sigma) ** 2 / 2
+        assert rho <= 0.5
+        assert rho == pytest.approx(0.5, rel=1e-6)
+        assert p.selection.sensitivity == m
+        assert not p.selection.monotonic
+        per_round_classical = p.selection.epsilon_**2 / 2 + (m / p.measurement.sigma) ** 2 / 2
+        assert p.classical_rounds == int(0.95 * 0.5 // per_round_classical)
+        assert 1.5 * p.classical_rounds <= t
+        q = plan_mwem(sdp.PureDP(1.0), m, t)
+        eps = m / q.total.scale + t * (q.selection.epsilon_ + m / q.measurement.scale)
+        assert eps <= 1.0
+        assert eps == pytest.approx(1.0, rel=1e-6)
+
+
+def test_mwem_selections_are_audited_bounded_range() -> None:
+    from sharpdp.data.mwem import plan_mwem
+
+    sel = plan_mwem(sdp.ZCDP(0.5), 2, 10).selection
+    scores = [3.0, 0.0, 7.5, 1.0]  # |q(A) − q(D)| moves by ≤ m = 2 either way
+    worst = 0.0
+    for x, y in sdp.audit.score_neighbours(scores, sensitivity=2.0):
+        report = sdp.audit.exact(sel, x, y)
+        assert report.check().ok
+        worst = max(worst, report.bounded_range())
+    assert worst == pytest.approx(sel.epsilon_, rel=1e-9)
+
+
+def test_mwem_converges_with_a_huge_budget(table: pd.DataFrame) -> None:
+    s = session(table)
+    w = sdp.data.marginals(["a", "b", "c"], way=2, domains=DOM)
+    syn = s.mwem(w, privacy=sdp.ZCDP(1e8), rounds=16, max_rows=4, rng=0)
+    truth = session(table).answer(w, privacy=sdp.ZCDP(1e8), max_rows=4, rng=0).to_pandas()
+    got = syn.answer(w)
+    assert got[["query", "a", "b", "c"]].equals(truth[["query", "a", "b", "c"]])
+    assert np.max(np.abs(got["count"] - truth["count"])) < 0.02 * truth["count"].max()
+    assert syn.to_pandas()["count"].sum() == pytest.approx(
+        len(table[["who", "a", "b", "c"]].drop_duplicates()), rel=1e-3
+    )
+    rows = syn.sample(50, rng=0)
+    assert list(rows.columns) == ["a", "b", "c"]
+    assert len(rows) == 50
+    (entry,) = s.accountant.history()
+    assert entry.item == sdp.compose(
+        syn.explain().statistics and [(st.mechanism, st.copies) for st in syn.explain().statistics],
+        adaptive=True,
+    )
+
+
+def test_mwem_explains_rounds_and_bounded_range(table: pd.DataFrame) -> None:
+    s = session(table)
+    q = s.mwem_query(
+        sdp.data.marginals(["a", "b", "c"], way=2, domains=DOM), privacy=sdp.ApproxDP(1.0, 1e-7)
+    )
+    text = str(q.explain())
+    assert "16 rounds" in text
+    assert "ε²/8" in text
+    assert not s.accountant.history()
