@@ -38,7 +38,7 @@ from sharpdp.data.quantiles import QuantileQuery
 from sharpdp.data.query import Bounding, Statistic
 from sharpdp.data.selection import LimitDomQuery, SelectBestQuery, TopKQuery
 from sharpdp.data.sums import MeanQuery, SumQuery
-from sharpdp.data.workloads import MAX_DOMAIN, Bins, Marginals, Predicates, Workload
+from sharpdp.data.workloads import MAX_DOMAIN, Bins, Predicates, Workload
 from sharpdp.errors import InvalidParameter
 from sharpdp.mechanisms._samplers import RNGLike
 
@@ -1170,7 +1170,8 @@ class Session:
         Args:
             workload: from :func:`sdp.data.marginals` or :func:`sdp.data.predicates`.
             privacy: the target of the whole run.
-            rounds: T (default: min(k, 2⌈log₂|X|⌉ + 10), from public quantities only).
+            rounds: T (default: min(k, 2⌈log₂|X|⌉ + 10), from public quantities only; 30 when
+                a domain is still to be found).
             max_rows: m, distinct rows per person (default: the session's).
 
         Raises:
@@ -1191,9 +1192,8 @@ class Session:
                 f"MWEM: the domain has {math.prod(sizes)} cells, over the limit {MAX_DOMAIN} "
                 "(2^20): declare fewer columns, values or bins"
             )
-        if discovery:
-            k = len(workload.subsets) if isinstance(workload, Marginals) else 1
-            cells = 2**20
+        if discovery:  # k and |X| are not known yet: the rule at k large and |X| = 2^10
+            k, cells = MAX_DOMAIN, 2**10
         else:
             cells = math.prod(sizes)
             k = workload.query_count(known)
