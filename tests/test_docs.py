@@ -20,7 +20,7 @@ BLOCKS = [
 
 
 def test_the_docs_have_python_blocks() -> None:
-    assert {name.split("#")[0] for name, _ in BLOCKS} >= {"ledger.md", "local.md", "workloads.md"}
+    assert {name.split("#")[0] for name, _ in BLOCKS} >= {"local.md", "workloads.md"}
 
 
 @pytest.mark.parametrize("source", [b for _, b in BLOCKS], ids=[n for n, _ in BLOCKS])
