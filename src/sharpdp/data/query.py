@@ -53,6 +53,7 @@ class Bounding:
         step: the grid step summed values are rounded to (``None`` without values).
         clamp_per: ``"row"`` (each row's value is clamped) or ``"person"`` (each person's total
             per key is clamped).
+        key: what one key is called in words (``"key"``; ``"distinct row"`` for workloads).
     """
 
     max_rows: int | None
@@ -61,13 +62,17 @@ class Bounding:
     clamp: tuple[float, float] | None = None
     step: float | None = None
     clamp_per: str = "row"
+    key: str = "key"
 
     def __str__(self) -> str:
         parts = []
-        if self.max_rows is not None:
-            parts.append(f"≤ {self.max_rows} row(s) per person per key")
-        if self.max_groups is not None:
-            parts.append(f"≤ {self.max_groups} key(s) per person")
+        if self.key != "key":
+            parts.append(f"≤ {self.max_groups} {self.key}(s) per person")
+        else:
+            if self.max_rows is not None:
+                parts.append(f"≤ {self.max_rows} row(s) per person per key")
+            if self.max_groups is not None:
+                parts.append(f"≤ {self.max_groups} key(s) per person")
         if self.clamp is not None:
             lo, hi = self.clamp
             if self.clamp_per == "person":

@@ -1113,7 +1113,7 @@ class Session:
         kind = type(workload).__name__.lower()
         return WorkloadQuery(
             description=f"answer({kind} of {list(workload.columns)}) with privacy {target!r}",
-            bounding=Bounding(1, m, self._salt()),
+            bounding=Bounding(1, m, self._salt(), key="distinct row"),
             statistics=tuple(stats),
             notes=tuple(notes),
             workload=workload,
@@ -1232,7 +1232,7 @@ class Session:
         return MWEMQuery(
             description=f"mwem({type(workload).__name__.lower()} of {list(workload.columns)}, "
             f"rounds={t}) with privacy {target!r}",
-            bounding=Bounding(1, m, self._salt()),
+            bounding=Bounding(1, m, self._salt(), key="distinct row"),
             statistics=tuple(stats),
             notes=tuple(notes),
             workload=workload,
