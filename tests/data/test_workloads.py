@@ -377,3 +377,17 @@ def test_mwem_explains_rounds_and_bounded_range(table: pd.DataFrame) -> None:
     assert "16 rounds" in text
     assert "ε²/8" in text
     assert not s.accountant.history()
+
+
+def test_long_domains_filter_by_semi_join_alike(
+    table: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Domains longer than the inline limit are filtered by a semi-join: same answers."""
+    from sharpdp.data import answers
+
+    w = sdp.data.marginals(["a", "b"], way=2, domains={"a": [0, 2], "b": ["y"]})
+    inline = session(table).answer(w, privacy=sdp.ZCDP(1e8), max_rows=2, rng=0).to_pandas()
+    monkeypatch.setattr(answers, "_INLINE_DOMAIN", 1)
+    joined = session(table).answer(w, privacy=sdp.ZCDP(1e8), max_rows=2, rng=0).to_pandas()
+    pd.testing.assert_frame_equal(inline, joined)
+    assert inline["count"].sum() > 0

@@ -45,6 +45,8 @@ from sharpdp.errors import InvalidParameter
 __all__ = ["WorkloadNoise", "WorkloadQuery", "WorkloadRelease", "choose_noise"]
 
 MECHANISMS = ("auto", "laplace", "gaussian")
+#: Domains up to this many values are filtered with an inline IN list; longer ones by a semi-join.
+_INLINE_DOMAIN = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,8 +252,11 @@ def cell_table(
         if isinstance(dom, Bins):
             x = t[c].cast("float64")
             t = t.filter(x.notnull() & ~x.isnan())
-        elif c in domains:
+        elif c in domains and len(domains[c]) <= _INLINE_DOMAIN:
             t = t.filter(t[c].isin(list(domains[c])))
+        elif c in domains:  # a long IN list is slow to compile: a semi-join with a table instead
+            values = ibis.memtable(pd.DataFrame({c: list(domains[c])}))
+            t = t.semi_join(values, c)
     cols: dict[str, Any] = {query.privacy_unit: t[query.privacy_unit]}
     for c in workload.columns:
         dom = workload.domain(c)
