@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 import sharpdp as sdp
 from sharpdp._format import upper
@@ -255,7 +256,8 @@ def cell_table(
         elif c in domains and len(domains[c]) <= _INLINE_DOMAIN:
             t = t.filter(t[c].isin(list(domains[c])))
         elif c in domains:  # a long IN list is slow to compile: a semi-join with a table instead
-            values = ibis.memtable(pd.DataFrame({c: list(domains[c])}))
+            with _engine.quiet():
+                values = ibis.memtable(pa.table({c: list(domains[c])}))
             t = t.semi_join(values, c)
     cols: dict[str, Any] = {query.privacy_unit: t[query.privacy_unit]}
     for c in workload.columns:
