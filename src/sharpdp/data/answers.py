@@ -22,6 +22,7 @@ computed exactly) at the same target; ``explain()`` shows both.
 
 from __future__ import annotations
 
+import importlib
 import math
 import statistics
 from collections.abc import Mapping
@@ -31,7 +32,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 import sharpdp as sdp
 from sharpdp._format import upper
@@ -256,8 +256,9 @@ def cell_table(
         elif c in domains and len(domains[c]) <= _INLINE_DOMAIN:
             t = t.filter(t[c].isin(list(domains[c])))
         elif c in domains:  # a long IN list is slow to compile: a semi-join with a table instead
+            arrow = importlib.import_module("pyarrow")  # untyped: handled as Any
             with _engine.quiet():
-                values = ibis.memtable(pa.table({c: list(domains[c])}))
+                values = ibis.memtable(arrow.table({c: list(domains[c])}))
             t = t.semi_join(values, c)
     cols: dict[str, Any] = {query.privacy_unit: t[query.privacy_unit]}
     for c in workload.columns:
