@@ -146,12 +146,14 @@ class Composition(Composed):
         """The least value over the needed analyses; costly refinable ones (the PLD) go last and
         are told the best value so far, so they stop refining once they provably cannot win.
         An exact analysis that answers is the minimum by definition."""
-        for _, g in self._exact():
+        declined = set()
+        for a, g in self._exact():
             try:
                 return g.epsilon(at) if quantity == "epsilon" else g.delta(at)
             except (NotImplied, NumericalError):
+                declined.add(a.name)  # the same query would decline again: not asked twice
                 continue
-        needed = self._needed()
+        needed = [(a, g) for a, g in self._needed() if a.name not in declined]
         cheap = [(a, g) for a, g in needed if not a.costly]
         costly = [(a, g) for a, g in needed if a.costly]
         values = [r.value for r in self._rows(quantity, at, cheap) if r.value is not None]

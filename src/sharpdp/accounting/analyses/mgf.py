@@ -39,13 +39,13 @@ import contextlib
 import functools
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from sharpdp.accounting._items import Items, all_gaussian, is_gaussian
-from sharpdp.accounting.pld.pairs import DominatingPair, LaplacePair
+from sharpdp.accounting.pld.pairs import DominatingPair, LaplacePair, laplace_log_mgfs
 from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied, NumericalError
 from sharpdp.guarantees import ApproxDP, Guarantee
@@ -136,9 +136,19 @@ class Inversion:
     # -- the cumulant generating function ------------------------------------------------------
 
     def _k(self, a: FloatArray) -> FloatArray:
+        """K(a) = Σ c·log-MGF(a), summed in the items' order. The Laplace items' terms come from
+        one vectorised call (:func:`~sharpdp.accounting.pld.pairs.laplace_log_mgfs`, of which
+        :meth:`LaplacePair.log_mgf` is the one-row case: the same values as computed per pair)."""
+        laplace = [i for i, (p, _) in enumerate(self.items) if type(p) is LaplacePair]
+        rows: dict[int, FloatArray] = {}
+        if laplace:
+            eps0 = np.array([cast(LaplacePair, self.items[i][0]).epsilon0 for i in laplace])
+            values = laplace_log_mgfs(eps0, np.asarray(a, dtype=np.float64).reshape(-1))
+            rows = {i: values[j].reshape(np.shape(a)) for j, i in enumerate(laplace)}
         out = np.zeros_like(a)
-        for p, c in self.items:
-            out += c * p.log_mgf(a)
+        for i, (p, c) in enumerate(self.items):
+            row = rows.get(i)
+            out += c * (p.log_mgf(a) if row is None else row)
         return out
 
     def _k_abs(self, a: float) -> float:

@@ -72,9 +72,15 @@ class _PLDGuarantee(Guarantee):
         # Skipping the check is always valid; it only costs time when the PLD then loses. It is
         # skipped (a) for one or two groups: the check would cost about half of the answer, and
         # the PLD, near-exact there, almost always beats the non-exact rivals (exact analyses
-        # run alone, see Analysis.exact_for); (b) when the central-limit estimate of the PLD's ε
-        # is already below the rival: the PLD then almost surely wins.
-        if coarse.group_count > 2 and (quantity != "epsilon" or coarse.clt_epsilon(at) >= rival):
+        # run alone, see Analysis.exact_for); (b) when an estimate of the PLD's ε (or δ) — the
+        # smaller of the central-limit and the saddle-point ones, which err upwards by a few
+        # percent — is already below the rival: the PLD then almost surely wins. (Should it
+        # lose after all, its refinement still stops once its optimistic end reaches the rival.)
+        if quantity == "epsilon":
+            likely_loses = min(coarse.clt_epsilon(at), coarse.saddle_epsilon(at)) >= rival
+        else:
+            likely_loses = coarse.saddle_delta(at) >= rival
+        if coarse.group_count > 2 and likely_loses:
             # many groups (after the exact merge of Gaussian pairs): merge dominated pairs onto a
             # 10% grid first; few: the exact pairs are cheaper
             step = 0.1 if coarse.group_count > _MERGE_GROUPS else 0.0

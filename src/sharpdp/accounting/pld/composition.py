@@ -36,6 +36,8 @@ from sharpdp.accounting.pld.pairs import (
     DominatingPair,
     FinitePair,
     GaussianPair,
+    LaplacePair,
+    laplace_log_mgfs,
 )
 from sharpdp.accounting.pld.registry import dominating_pairs
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
@@ -298,6 +300,8 @@ class PLDResult:
     _split: dict[
         str, tuple[OuterAtoms | None, tuple[tuple[DominatingPair, int], ...]]
     ] = field(default_factory=dict, repr=False)
+    # optimistic sides composed alone (no atoms summed outside), by (h, tilt): see _refine
+    _half: dict[tuple[float, float], DiscretePLD] = field(default_factory=dict, repr=False)
 
     def _side_items(self, pessimistic: bool) -> tuple[tuple[DominatingPair, int], ...]:
         """The items discretised on one side (those not summed exactly as atoms, see
@@ -333,11 +337,26 @@ class PLDResult:
         return -math.expm1(s)
 
     def _log_mgf(self, beta: FloatArray) -> FloatArray:
+        """Σ c·log E_P[e^{βL}; L < ∞] over the items, summed in their order; the Laplace pairs'
+        terms are evaluated in one vectorised call (:func:`laplace_log_mgfs`, the same values as
+        :meth:`LaplacePair.log_mgf`): with many distinct Laplace items the per-pair calls were
+        a few percent of a query."""
+        rows = self._laplace_rows(beta)
         total = np.zeros(beta.size)
         with np.errstate(over="ignore", invalid="ignore"):  # an MGF beyond the float range: +inf
-            for pair, count in self.items:
-                total = total + count * pair.log_mgf(beta)
+            for i, (pair, count) in enumerate(self.items):
+                row = rows.get(i)
+                total = total + count * (pair.log_mgf(beta) if row is None else row)
         return np.where(np.isnan(total), np.inf, total)
+
+    def _laplace_rows(self, beta: FloatArray) -> dict[int, FloatArray]:
+        """{item index: its Laplace pair's log-MGF at ``beta``} for the Laplace items."""
+        index = [i for i, (pair, _) in enumerate(self.items) if type(pair) is LaplacePair]
+        if not index:
+            return {}
+        eps0 = np.array([cast(LaplacePair, self.items[i][0]).epsilon0 for i in index])
+        values = laplace_log_mgfs(eps0, np.asarray(beta, dtype=np.float64).reshape(-1))
+        return {i: values[j].reshape(np.shape(beta)) for j, i in enumerate(index)}
 
     def _chernoff_epsilon(self, delta: float) -> tuple[float, float]:
         """(ε, λ): the Chernoff/CKS-type upper bound min_λ (log M(λ) + log c(λ) − log(δ − p∞))/λ,
@@ -362,6 +381,48 @@ class PLDResult:
             return math.inf
         # μ-GDP has δ(ε) ≈ Φ(μ/2 − ε/μ) away from ε = 0: ε ≈ μ²/2 + μ·Φ⁻¹(1 − δ)
         return var / 2.0 + math.sqrt(var) * float(ndtri(-delta + 1.0)) if delta < 0.5 else 0.0
+
+    def _saddle_table(self) -> tuple[FloatArray, FloatArray]:
+        """(ε(a), log(δ(a) − P[L = ∞])) on a grid of tilts a: saddle-point *estimates* (not
+        bounds) of the composed profile. With K the log-MGF of the finite loss and ε = K′(a),
+        δ − P[L = ∞] = e^{K(a) − aε}·E_a[(1 − e^{−(L−ε)})_+ e^{−a(L−ε)}] under the law tilted by
+        e^{aL} (mean ε, variance K″(a)); its density at ε times the integral of the bracket,
+        1/(a(a + 1)), gives log δ ≈ K(a) − aε − log(a(a + 1)) − ½log(2πK″(a)) (the saddle-point
+        view of Zhu–Dong–Wang 2022). Measured 0.5–3% above the PLD's ε(1e-6), and δ within a
+        factor 0.75–1.15 of its δ, on mixes of 3–100 distinct Laplace, Gaussian, EM, RR and
+        pure/approximate-DP items (the CLT estimate: 2–25% above, δ up to 70× off, none with
+        mass at +∞). Entries that are not finite are dropped. For planning work only."""
+        a = np.exp(np.linspace(-8.0, 6.0, 561))
+        eta = 1e-4
+        with np.errstate(all="ignore"):
+            k0 = self._log_mgf(a)
+            kp = self._log_mgf(a * (1.0 + eta))
+            km = self._log_mgf(a * (1.0 - eta))
+            d1 = (kp - km) / (2.0 * a * eta)
+            d2 = np.maximum((kp - 2.0 * k0 + km) / (a * eta) ** 2, 1e-300)
+            eps = d1  # the tilted law's mean, K′(a)
+            log_d = k0 - a * eps - np.log(a * (a + 1.0)) - 0.5 * np.log(2.0 * math.pi * d2)
+        ok = np.isfinite(eps) & np.isfinite(log_d) & (eps >= 0.0)
+        return eps[ok], log_d[ok]
+
+    def saddle_epsilon(self, delta: float) -> float:
+        """A saddle-point *estimate* (not a bound) of the composed ε(δ) (see :meth:`_saddle_table`;
+        inf when there is none). For planning only."""
+        budget = delta - self.inf_mass
+        if not budget > 0.0:
+            return math.inf
+        eps, log_d = self._saddle_table()
+        below = np.nonzero(log_d <= math.log(budget))[0]
+        return float(eps[below[0]]) if below.size else math.inf
+
+    def saddle_delta(self, epsilon: float) -> float:
+        """A saddle-point *estimate* (not a bound) of the composed δ(ε) (see :meth:`_saddle_table`;
+        1 when there is none). For planning only."""
+        eps, log_d = self._saddle_table()
+        above = np.nonzero(eps >= epsilon)[0]
+        if above.size == 0 or math.isnan(epsilon):
+            return 1.0
+        return min(1.0, self.inf_mass + math.exp(min(float(log_d[above[0]]), 0.0)))
 
     def _chernoff_log_delta(self, epsilon: float) -> FloatArray:
         """log M(λ) + log c(λ) − λε at the tilts _POS (+inf where ε or the MGF overflows)."""
@@ -431,12 +492,7 @@ class PLDResult:
         self, value_discretization: float, tilt: float = 0.0
     ) -> tuple[DiscretePLD, DiscretePLD]:
         """The (pessimistic, optimistic) composed PLDs at grid spacing h and the given tilt."""
-        h = _validate.positive("value_discretization", value_discretization)
-        if any(not pair.loss_bound() / h < _MAX_NODES for pair, _ in self._side_items(True)):
-            # grid indices (loss/h) must fit in int64, and phases/alignments in floats
-            raise NumericalError(
-                f"a privacy loss beyond {_MAX_NODES:g} grid steps of {h!r} is not discretised"
-            )
+        h = self._checked_h(value_discretization)
         key = (h, float(tilt))
         hit = self._cache.get(key)
         if hit is not None:
@@ -445,6 +501,10 @@ class PLDResult:
         below = 0.0 if atoms is None else atoms.max_loss
         out = []
         for pess in (True, False):
+            half = None if pess else self._half.pop(key, None)
+            if half is not None:  # composed alone by an earlier refinement step: the same law
+                out.append(half)
+                continue
             parts = _group_plds(self._side_items(pess), h, tilt, pess, self.tail, below)
             out.append(_compose_groups(parts, self.tail, below))
         if atoms is None:
@@ -457,6 +517,35 @@ class PLDResult:
             result = cast(tuple[DiscretePLD, DiscretePLD], (upper, lower))
         self._cache[key] = result
         return result
+
+    def _checked_h(self, value_discretization: float) -> float:
+        """The grid spacing, validated: positive, and every pair's losses within the indices a
+        grid can hold (raises :class:`NumericalError` otherwise)."""
+        h = _validate.positive("value_discretization", value_discretization)
+        if any(not pair.loss_bound() / h < _MAX_NODES for pair, _ in self._side_items(True)):
+            # grid indices (loss/h) must fit in int64, and phases/alignments in floats
+            raise NumericalError(
+                f"a privacy loss beyond {_MAX_NODES:g} grid steps of {h!r} is not discretised"
+            )
+        return h
+
+    def _optimistic_half(self, value_discretization: float, tilt: float) -> DiscretePLD:
+        """The optimistic composed PLD of :meth:`plds` alone (the same law, about half the work),
+        for compositions without atoms summed outside (:meth:`_outer`), whose optimistic ε needs
+        its pessimistic sibling. Kept until :meth:`plds` completes the grid."""
+        h = self._checked_h(value_discretization)
+        key = (h, float(tilt))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit[1]
+        if self._outer()[0] is not None:
+            raise InvalidParameter("the optimistic side alone is composed only without outer atoms")
+        half = self._half.get(key)
+        if half is None:
+            parts = _group_plds(self._side_items(False), h, tilt, False, self.tail, 0.0)
+            half = _compose_groups(parts, self.tail, 0.0)
+            self._half[key] = half
+        return half
 
     def _optimistic_pld(self, h: float, tilt: float, coarsen: float) -> DiscretePLD:
         """The optimistic composed PLD alone (half the work of :meth:`plds`), of the items with
@@ -516,24 +605,35 @@ class PLDResult:
 
     def _refine(
         self,
-        measure: Callable[[DiscretePLD, DiscretePLD], tuple[float, float]],
+        low: Callable[[DiscretePLD], float],
+        high: Callable[[DiscretePLD], float],
         h: float,
         tilt: float,
         floor: float,
         rival: float = math.inf,
     ) -> tuple[float, float]:
-        """Evaluate (optimistic, pessimistic) values at grid spacings h, h′, … until their gap is
-        at most target·value + floor, the optimistic value reaches ``rival``, the predicted grid
-        exceeds :data:`MAX_BINS`, or after :data:`MAX_REFINEMENTS` steps. The next h assumes the
-        gap shrinks like h^p, with p estimated from the last two steps (p ∈ [1/2, 2], 3/2 at
-        first)."""
+        """Evaluate optimistic (``low``) and pessimistic (``high``) values at grid spacings h, h′,
+        … until their gap is at most target·value + floor, the optimistic value reaches
+        ``rival``, the predicted grid exceeds :data:`MAX_BINS`, or after :data:`MAX_REFINEMENTS`
+        steps. The next h assumes the gap shrinks like h^p, with p estimated from the last two
+        steps (p ∈ [1/2, 2], 3/2 at first).
+
+        A refined grid composes its optimistic side first when a pessimistic value is known
+        already (every grid's ends are valid bounds, so the bracket may pair the new optimistic
+        end with an earlier pessimistic one): the pessimistic side, whose connect-the-dots error
+        is second order in h [Doroshenko et al. 2022], is usually far inside the target while the
+        optimistic one, first order at atoms off the grid, sets the grid (measured on 100 distinct
+        Laplace items: 1.5e-6 against 3e-4 at the same h). It is composed too only when that
+        bracket misses the target — the same work as composing both at once."""
         # Every grid composed so far (for earlier queries) gives valid ends too: start from the
         # best of them. This also makes ε(δ) and δ(ε) agree: the grid that certified ε(δ) is
         # evaluated again by δ(ε(δ)), where it certifies δ itself.
         lo, hi = 0.0, math.inf
         history: list[tuple[float, float]] = []  # (h, the width of that grid's own bracket)
+        for half in list(self._half.values()):
+            lo = max(lo, low(half))
         for (h_c, tilt_c), (pess, opt) in list(self._cache.items()):
-            step_lo, step_hi = measure(pess, opt)
+            step_lo, step_hi = low(opt), high(pess)
             lo, hi = max(lo, step_lo), min(hi, step_hi)
             # a finer grid at this tilt predicts the next one (another tilt's gap says little)
             finer = tilt_c == tilt and h_c < h and 0.0 < step_hi - step_lo < step_hi < math.inf
@@ -545,7 +645,17 @@ class PLDResult:
             # a finer grid than the first one is known: predict from it
             h = self._next_h(history[0][0], history[0][1], hi, _FIRST_ORDER)
         for _ in range(MAX_REFINEMENTS + 1):
+            halves = (
+                self.value_discretization is None
+                and math.isfinite(hi)
+                and self._outer()[0] is None
+                and (h, float(tilt)) not in self._cache
+            )
             try:
+                if halves:
+                    lo = max(lo, low(self._optimistic_half(h, tilt)))
+                    if self._good_enough(lo, hi, floor) or lo >= rival:
+                        break
                 pess, opt = self.plds(h, tilt)
             except NumericalError:
                 if self.value_discretization is not None or not history:
@@ -553,7 +663,7 @@ class PLDResult:
                 break
             # every grid's ends are valid bounds: keep the best of each (a finer grid is not
             # always sharper on both sides, e.g. when its float error bound grows)
-            step_lo, step_hi = measure(pess, opt)
+            step_lo, step_hi = low(opt), high(pess)
             lo, hi = max(lo, step_lo), min(hi, step_hi)
             if (
                 self.value_discretization is not None
@@ -604,7 +714,9 @@ class PLDResult:
             # δ = P[L = ∞] exactly: ε is the largest finite loss of the composition
             eps_hat = max(pair.loss_bound() * c for pair, c in self.items) or 1.0
         h = self.value_discretization or self._initial_h(eps_hat, d)
-        lo, hi = self._refine(lambda p, o: (o.epsilon(d), p.epsilon(d)), h, lam, 1e-12, rival)
+        lo, hi = self._refine(
+            lambda o: o.epsilon(d), lambda p: p.epsilon(d), h, lam, 1e-12, rival
+        )
         return float(lo), float(hi)
 
     def epsilon(self, delta: float) -> float:
@@ -630,7 +742,9 @@ class PLDResult:
         d_hat = min(0.5, max(math.exp(min(max(log_d, -700.0), 0.0)), 1e-300))  # log_d may be inf
         h = self.value_discretization or self._initial_h(max(e, 1e-3), d_hat, lam * e)
         # the truncated tails (each ≤ tail, moved to +∞) put a floor under the gap
-        lo, hi = self._refine(lambda p, o: (o.delta(e), p.delta(e)), h, lam, 1e3 * self.tail, rival)
+        lo, hi = self._refine(
+            lambda o: o.delta(e), lambda p: p.delta(e), h, lam, 1e3 * self.tail, rival
+        )
         return float(lo), float(hi)
 
     def delta(self, epsilon: float) -> float:
@@ -685,3 +799,4 @@ def compose_pld(
                 f"|loss| ≤ {MAX_LOSS:g} (such a pair is not private in any useful sense)"
             )
     return PLDResult(pairs, h, t, tl)
+

@@ -25,7 +25,7 @@ from itertools import combinations_with_replacement
 import numpy as np
 import numpy.typing as npt
 
-from sharpdp.accounting.pld.discrete import DiscretePLD
+from sharpdp.accounting.pld.discrete import DiscretePLD, _dot
 from sharpdp.accounting.pld.pairs import DominatingPair, FinitePair
 from sharpdp.errors import NumericalError
 
@@ -162,10 +162,10 @@ class WithAtoms:
         if self.pessimistic:
             # the exact losses may exceed the float ones by the margin: evaluate lower
             dr = self.rest.deltas(epsilon - a.losses - a.margin)
-            total = a.inf_hi + float(np.dot(a.mass_hi, dr)) * (1.0 + 2 * (n + 4) * U)
+            total = a.inf_hi + _dot(a.mass_hi, dr) * (1.0 + 2 * (n + 4) * U)
             return min(1.0, math.nextafter(total, math.inf) if total > 0.0 else 0.0)
         dr = self.rest.deltas(epsilon - a.losses + a.margin)
-        total = a.inf_lo + float(np.dot(a.mass_lo, dr)) * (1.0 - 2 * (n + 4) * U)
+        total = a.inf_lo + _dot(a.mass_lo, dr) * (1.0 - 2 * (n + 4) * U)
         return max(0.0, min(1.0, total * (1.0 - 4 * U)))
 
     def epsilon(self, delta: float) -> float:
