@@ -4,11 +4,14 @@ MWEM (Hardt–Ligett–McSherry 2012, the practical form of Hardt–Rothblum 201
 multiplicative weights) over the product domain X of the workload's columns (≤ 2²⁰ cells):
 
 1. n̂ = (bounded number of rows) + noise; A ← the uniform distribution on X scaled to n̂;
-2. for t = 1..T: **select** the query i worst answered by A with the exponential mechanism on the
-   scores |q_i(A) − q_i(D)| (sensitivity m, not monotone; sampled exactly); **measure** it,
-   y_i = q_i(D) + noise; **update** A(x) ← A(x)·exp(q_i(x)·(y_i − q_i(A))/(2n̂)), renormalised
-   to n̂, then replay every measurement so far once more in the same way (HLM12 §3: cheap,
-   post-processing, and it helps);
+2. for t = 1..T: **select** the group of disjoint queries (a whole marginal, or one predicate)
+   worst answered by A with the exponential mechanism on its ℓ1 error Σ|q(A) − q(D)|
+   (sensitivity m, not monotone; sampled exactly); **measure** the whole group with one use of
+   the Gaussian (ℓ2 ≤ m: a person's m rows move its disjoint cells by ℓ2 ≤ m) or discrete
+   Laplace; **update** A multiplicatively towards the measured values (each cell rescaled by
+   (y_c/A(c))^λ, a damped form of the multiplicative-weights step), replaying all measured groups
+   (HLM12 §3) until they are fitted to within their noise's standard deviation —
+   post-processing;
 3. release A: its counts, answers to any workload over its columns, and sampled rows.
 
 Everything after the noisy values is post-processing, so the privacy of the run is the adaptive
@@ -18,7 +21,8 @@ composition of n̂, T selections and T measurements, charged to the accountant a
 the ε²/2 of a pure ε-DP analysis: at the same noise, sharpdp affords more rounds, and
 ``explain()`` says how many more.
 
-**Rounds.** ``rounds=None`` takes T = min(k, 2⌈log₂|X|⌉ + 10): it depends only on the public
+**Rounds.** ``rounds=None`` takes T = min(G, 2⌈log₂|X|⌉ + 10), G the number of groups (marginals,
+or predicates): it depends only on the public
 workload and domain, never on the data (a data-dependent T would need its own privacy).
 """
 
@@ -43,15 +47,19 @@ from sharpdp.errors import InvalidParameter
 
 __all__ = ["MWEMPlan", "MWEMQuery", "Synthetic", "auto_rounds", "plan_mwem"]
 
-#: Passes over all measurements after each round (HLM12 §3.3: cheap, and it helps).
-REPLAYS = 10
+#: The most passes over the measured groups after each round (post-processing; they stop earlier
+#: once the measurements are fitted to within their noise).
+REPLAYS = 1000
+#: The damping λ of each pass: A(x) ← A(x)·(y_c/A(c))^λ (λ = 1 is iterative proportional fitting,
+#: which fits the noise at once; 0.2 measured best among 0.2, 0.5, 1 on the flights marginals).
+STEP = 0.2
 #: The share of the privacy spent on the noisy total n̂.
 TOTAL_SHARE = 0.05
 
 
-def auto_rounds(queries: int, cells: int) -> int:
-    """T = min(k, 2⌈log₂|X|⌉ + 10) (public quantities only)."""
-    return max(1, min(queries, 2 * math.ceil(math.log2(max(cells, 2))) + 10))
+def auto_rounds(groups: int, cells: int) -> int:
+    """T = min(G, 2⌈log₂|X|⌉ + 10) for G groups of queries (public quantities only)."""
+    return max(1, min(groups, 2 * math.ceil(math.log2(max(cells, 2))) + 10))
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,9 @@ class MWEMPlan:
         total: the noise of n̂ (sensitivity m).
         selection: each round's exponential mechanism (sensitivity m).
         measurement: each round's noise (sensitivity m).
+        measurement_charge: what each measurement is charged: the measurement itself, except a
+            discrete Laplace with m > 1, charged as the pure (m/t)-DP of the group's vector (a
+            person's m rows may move m of its cells by one each).
         classical_rounds: rounds an analysis charging each selection ε²/2 (pure ε-DP) instead of
             its bounded-range ε²/8 affords at the same noise (zCDP view).
         route: how the parameters were calibrated.
@@ -74,11 +85,13 @@ class MWEMPlan:
     measurement: sdp.DiscreteLaplace | sdp.Gaussian
     classical_rounds: int
     route: str
+    measurement_charge: sdp.Guarantee | None = None
 
     @property
     def items(self) -> list[tuple[sdp.Guarantee, int]]:
         """The composition charged: n̂ once, T selections, T measurements."""
-        return [(self.total, 1), (self.selection, self.rounds), (self.measurement, self.rounds)]
+        charge = self.measurement if self.measurement_charge is None else self.measurement_charge
+        return [(self.total, 1), (self.selection, self.rounds), (charge, self.rounds)]
 
 
 def _zcdp_plan(
@@ -129,6 +142,7 @@ def plan_mwem(privacy: sdp.Guarantee, m: int, rounds: int) -> MWEMPlan:
             rounds,
             "pure ε split: 5% to n̂, the rest evenly over the rounds, half selection, half "
             "measurement (pure ε adds: Dwork–Roth 2014 Thm 3.16)",
+            None if m == 1 else sdp.PureDP(math.nextafter(m / measurement.scale, math.inf)),
         )
     if isinstance(privacy, sdp.ZCDP | sdp.ApproxZCDP):
         n, sel, meas = _zcdp_plan(privacy.rho, m, rounds)
@@ -199,48 +213,104 @@ def _flat_histogram(
 def multiplicative_weights(
     answers: npt.NDArray[np.float64],
     matrix: Any,
+    groups: list[npt.NDArray[np.int64]],
     total: float,
     plan: MWEMPlan,
     rng: np.random.Generator,
 ) -> tuple[npt.NDArray[np.float64], list[int]]:
-    """The MWEM loop on true answers ``answers`` = W·h (only noisy views of them leave).
+    """The MWEM loop on the true answers ``answers`` = W·h (only noisy views of them leave).
+
+    Each round selects a *group* of disjoint queries (a whole marginal, or one predicate) by the
+    exponential mechanism on its ℓ1 error Σ_{q∈g} |q(A) − q(D)| (one person moves it by ≤ m),
+    measures the whole group with one use of the measurement mechanism (ℓ2 and ℓ1 ≤ m), and
+    updates A multiplicatively towards the measurement: each part c of the group (a marginal's
+    cells; a predicate and its complement, target n̂ − y) is rescaled by (y_c/A(c))^λ (targets
+    ≤ 0 floored; λ = :data:`STEP`: a damped information projection, where HLM12's step
+    exp(q(x)(y − q(A))/(2n̂)) moves a small cell of a large table too slowly), and A renormalised
+    to n̂; passes over every measured group go on until the measured values are fitted to
+    within their noise's standard deviation (root mean square; the discrepancy principle: a
+    closer fit fits the noise) or :data:`REPLAYS` passes — post-processing of the noisy values.
 
     Args:
         answers: the workload's true (bounded) answers.
         matrix: W, the k × |X| 0/1 query matrix (CSR).
+        groups: the rows of each group (see :meth:`~sharpdp.data.workloads.Workload.groups`).
         total: n̂ (noisy, ≥ 1).
         plan: the mechanisms.
         rng: the generator.
 
     Returns:
-        The synthetic counts A over X (summing to n̂) and the selected query indices.
+        The synthetic counts A over X (summing to n̂) and the selected group indices.
     """
     n_cells = matrix.shape[1]
-    # weights w (A = n̂·w/Σw), updated on each query's cells only; Σw kept incrementally
-    w = np.ones(n_cells)
-    z = float(n_cells)
-    measured: dict[int, float] = {}
+    log_a = np.full(n_cells, math.log(total / n_cells))
+    group_of = np.empty(matrix.shape[0], dtype=np.int64)
+    for g, rows in enumerate(groups):
+        group_of[rows] = g
     chosen: list[int] = []
-    indptr, indices = matrix.indptr, matrix.indices
+    spread = noise_sd(plan.measurement)
+    parts: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+    floor = total * 1e-9 / n_cells
+    # replays are post-processing; bound their work to ~2·10⁷ cell updates per round
+    most = max(1, min(REPLAYS, int(2e7 // max(1, matrix.nnz))))
     for _ in range(plan.rounds):
-        a = w * (total / z)
-        scores = np.abs(matrix @ a - answers)
-        i = int(plan.selection.select(scores, rng=rng))
-        chosen.append(i)
-        measured[i] = float(plan.measurement.release(answers[i], rng=rng))
-        # the new measurement, then replays of all of them (post-processing)
-        order = [i, *(list(measured) * REPLAYS)]
-        for j in order:
-            row = indices[indptr[j] : indptr[j + 1]]
-            before = w[row]
-            q_a = total * before.sum() / z
-            after = before * math.exp((measured[j] - q_a) / (2.0 * total))
-            w[row] = after
-            z += after.sum() - before.sum()
-        w /= z
-        z = 1.0
-    a = w * (total / z)
-    return a, chosen
+        a = np.exp(log_a)
+        errors = np.abs(matrix @ a - answers)
+        scores = np.bincount(group_of, weights=errors, minlength=len(groups)).astype(np.float64)
+        g = int(plan.selection.select(scores, rng=rng))
+        chosen.append(g)
+        rows = groups[g]
+        noisy = np.asarray(plan.measurement.release(answers[rows], rng=rng), dtype=np.float64)
+        parts[g] = _partition(matrix[rows], noisy, total)
+        for _pass in range(most):
+            for cell, target in parts.values():
+                a = np.exp(log_a)
+                mass = np.bincount(cell, weights=a, minlength=target.size)
+                log_a = (
+                    log_a + STEP * np.log(np.maximum(target, floor) / np.maximum(mass, floor))[cell]
+                )
+                log_a -= _logsumexp(log_a) - math.log(total)
+            # discrepancy principle: stop once the measured values are fitted to within their
+            # noise (fitting them closer fits the noise)
+            a = np.exp(log_a)
+            residual = np.concatenate(
+                [t - np.bincount(c, weights=a, minlength=t.size) for c, t in parts.values()]
+            )
+            if math.sqrt(float(np.mean(residual * residual))) <= spread:
+                break
+    return np.exp(log_a), chosen
+
+
+def noise_sd(law: sdp.DiscreteLaplace | sdp.Gaussian) -> float:
+    """The standard deviation of a measurement's noise: σ, or √(2q)/(1 − q) for the discrete
+    Laplace (q = e^{−1/t})."""
+    if isinstance(law, sdp.Gaussian):
+        return float(law.sigma)
+    q = math.exp(-1.0 / float(law.scale))
+    return math.sqrt(2.0 * q) / (1.0 - q)
+
+
+def _partition(
+    block: Any, noisy: npt.NDArray[np.float64], total: float
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """A measured group as a partition of X and a target mass per part: a marginal's cells (each
+    point in exactly one), or a predicate and its complement (targets y and n̂ − y)."""
+    if block.shape[0] > 1:
+        return block.tocsc().indices.astype(np.int64), noisy
+    inside = block.toarray()[0] > 0
+    return inside.astype(np.int64), np.array([total - noisy[0], noisy[0]])
+
+
+def _group_label(labels: pd.DataFrame, rows: npt.NDArray[np.int64]) -> str:
+    first = labels.iloc[int(rows[0])]
+    if len(rows) > 1:  # a whole marginal
+        return str(first["query"])
+    return str({k: v for k, v in first.to_dict().items() if not pd.isna(v)})
+
+
+def _logsumexp(x: npt.NDArray[np.float64]) -> float:
+    top = float(np.max(x))
+    return top + math.log(float(np.sum(np.exp(x - top))))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,9 +350,10 @@ class MWEMQuery(Query):
         cells = cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
         hist = _flat_histogram(cells, columns, domains)
         labels, matrix = self.workload.matrix(domains)
+        groups = self.workload.groups(domains)
         answers = np.asarray(matrix @ hist, dtype=np.float64)
         total = max(1.0, float(self.plan.total.release(float(hist.sum()), rng=rng)))
-        synthetic, chosen = multiplicative_weights(answers, matrix, total, self.plan, rng)
+        synthetic, chosen = multiplicative_weights(answers, matrix, groups, total, self.plan, rng)
         grid = pd.MultiIndex.from_product(
             [list(domains[c]) for c in columns], names=list(columns)
         ).to_frame(index=False)
@@ -293,7 +364,7 @@ class MWEMQuery(Query):
             frame=grid,
             noise={},
             rounds=self.plan.rounds,
-            selected=tuple(str(labels.iloc[i].to_dict()) for i in chosen),
+            selected=tuple(_group_label(labels, groups[g]) for g in chosen),
             domains=tuple(domains.items()),
             explanation=self.explain(),
         )

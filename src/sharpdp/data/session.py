@@ -1170,7 +1170,8 @@ class Session:
         Args:
             workload: from :func:`sdp.data.marginals` or :func:`sdp.data.predicates`.
             privacy: the target of the whole run.
-            rounds: T (default: min(k, 2⌈log₂|X|⌉ + 10), from public quantities only; 30 when
+            rounds: T (default: min(G, 2⌈log₂|X|⌉ + 10) for G groups of disjoint queries — G
+                marginals, or k predicates — from public quantities only; 30 when
                 a domain is still to be found).
             max_rows: m, distinct rows per person (default: the session's).
 
@@ -1196,7 +1197,7 @@ class Session:
             k, cells = MAX_DOMAIN, 2**10
         else:
             cells = math.prod(sizes)
-            k = workload.query_count(known)
+            k = len(workload.groups(known))
         t = (
             auto_rounds(k, cells)
             if rounds is None
@@ -1216,7 +1217,14 @@ class Session:
                 selection=True,
                 detail=f"score |q(A) − q(D)|, sensitivity {m} (not monotonic)",
             ),
-            Statistic("measurements", plan.measurement, t, float(m), plan.route),
+            Statistic(
+                "measurements",
+                plan.items[2][0],
+                t,
+                float(m),
+                plan.route,
+                detail=f"one group of disjoint queries per round: ℓ1, ℓ2 ≤ {m}",
+            ),
         ]
         notes = [
             f"{t} rounds; an analysis charging each selection ε²/2 (pure ε-DP) instead of its "

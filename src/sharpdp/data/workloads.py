@@ -192,6 +192,12 @@ class Workload:
         """The queries as rows and their 0/1 matrix over the flattened product domain (CSR)."""
         raise NotImplementedError
 
+    def groups(self, domains: Mapping[str, tuple[Any, ...]]) -> list[npt.NDArray[np.int64]]:
+        """The queries (rows of :meth:`matrix`) in groups of *disjoint* queries: a marginal's cells
+        form one group (one row is in exactly one cell, so one person moves the group's answers
+        by ℓ1 ≤ m and ℓ2 ≤ m); a predicate is a group of its own."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True, slots=True)
 class Marginals(Workload):
@@ -213,6 +219,14 @@ class Marginals(Workload):
 
     def query_count(self, domains: Mapping[str, tuple[Any, ...]]) -> int:
         return sum(math.prod(len(domains[c]) for c in s) for s in self.subsets)
+
+    def groups(self, domains: Mapping[str, tuple[Any, ...]]) -> list[npt.NDArray[np.int64]]:
+        out, start = [], 0
+        for subset in self.subsets:
+            size = math.prod(len(domains[c]) for c in subset)
+            out.append(np.arange(start, start + size, dtype=np.int64))
+            start += size
+        return out
 
     def describe_size(self, domains: Mapping[str, tuple[Any, ...]]) -> str:
         if any(c not in domains for c in self.columns):
@@ -345,6 +359,9 @@ class Predicates(Workload):
 
     def query_count(self, domains: Mapping[str, tuple[Any, ...]]) -> int:
         return len(self.queries)
+
+    def groups(self, domains: Mapping[str, tuple[Any, ...]]) -> list[npt.NDArray[np.int64]]:
+        return [np.array([i], dtype=np.int64) for i in range(len(self.queries))]
 
     def describe_size(self, domains: Mapping[str, tuple[Any, ...]]) -> str:
         return f"{len(self.queries)} predicate(s)"
