@@ -109,6 +109,9 @@ from scipy import integrate, special
 import sharpdp as sdp
 from sharpdp.cli.demo import _Demo
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _shared import load_note, print_table
+
 BUDGET = sdp.ApproxDP(1.0, 1e-6)
 TARGET_RATIO = 0.8
 RTOL = 1e-4  # relative accuracy of every search for t and for per-query calibrations
@@ -891,24 +894,6 @@ def ceiling(queries: list[DemoQuery]) -> float:
 
 
 # -- output ---------------------------------------------------------------------------------------
-
-
-def print_table(title: str, header: list[str], lines: list[list[str]]) -> None:
-    widths = [max(len(h), *(len(ln[i]) for ln in lines)) for i, h in enumerate(header)]
-    print(f"\n## {title}\n")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for ln in lines:
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(ln, widths, strict=True)) + " |")
-    sys.stdout.flush()
-
-
-def load_note() -> str:
-    try:
-        one, five, _ = os.getloadavg()
-        return f"load average {one:.2f} (1 min) / {five:.2f} (5 min), {os.cpu_count()} cores"
-    except OSError:
-        return "load unknown"
 
 
 MISSING = {

