@@ -910,6 +910,9 @@ MISSING = {
 
 
 def main() -> None:
+    import argparse
+
+    argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0]).parse_args()
     start = time.perf_counter()
     print(f"# sharpdp demo utility benchmark — {time.strftime('%Y-%m-%d %H:%M')}, {load_note()}")
     print(f"# {check_formulas()}")
