@@ -370,13 +370,58 @@ def test_mwem_converges_with_a_huge_budget(table: pd.DataFrame) -> None:
 
 def test_mwem_explains_rounds_and_bounded_range(table: pd.DataFrame) -> None:
     s = session(table)
-    q = s.mwem_query(
-        sdp.data.marginals(["a", "b", "c"], way=2, domains=DOM), privacy=sdp.ApproxDP(1.0, 1e-7)
-    )
+    w = sdp.data.marginals(["a", "b", "c"], way=2, domains=DOM)
+    q = s.mwem_query(w, privacy=sdp.ApproxDP(1.0, 1e-7))
     text = str(q.explain())
-    assert "3 rounds" in text  # T = min(G = 3 marginals, 2⌈log₂ 12⌉ + 10 = 18)
+    assert "after n̂" in text
     assert "ε²/8" in text
     assert not s.accountant.history()
+    fixed = str(s.mwem_query(w, privacy=sdp.ZCDP(0.5), rounds=3).explain())
+    assert "3 rounds" in fixed
+
+
+def test_adaptive_rounds_add_up_for_every_t() -> None:
+    """Rounds chosen after n̂: whatever T, the T rounds' parts add up to the rest charged
+    (ρ from each part's closed form), and T follows the stated rule."""
+    from sharpdp.data.mwem import plan_adaptive
+
+    for m in (1, 3):
+        plan = plan_adaptive(sdp.ZCDP(0.5), m)
+        assert isinstance(plan.rest, sdp.ZCDP)
+        rho_n = (m / plan.total.sigma) ** 2 / 2
+        assert rho_n + plan.rest.rho <= 0.5
+        for t in (1, 2, 7, 100, 1000):
+            p = plan.plan(t)
+            rho = t * (p.selection.epsilon_**2 / 8 + (m / p.measurement.sigma) ** 2 / 2)
+            assert rho <= plan.rest.rho
+            assert rho == pytest.approx(plan.rest.rho, rel=1e-9)
+        pure = plan_adaptive(sdp.PureDP(1.0), m)
+        for t in (1, 5, 50):
+            p = pure.plan(t)
+            eps = t * (p.selection.epsilon_ + m / p.measurement.scale)
+            assert eps <= pure.rest.epsilon_ * (1 + 1e-12)
+        assert m / pure.total.scale + pure.rest.epsilon_ <= 1.0
+    plan = plan_adaptive(sdp.ZCDP(0.5), 1)
+    eps = math.sqrt(2 * plan.rest.rho)
+    want = math.ceil((eps * 1e5 * math.sqrt(math.log(1000)) / (10 * math.log(100))) ** (2 / 3))
+    assert plan.rounds_for(1e5, 100, 1000) == min(100, want)
+    assert plan.rounds_for(1e5, 3, 1000) == 3
+    approx = plan_adaptive(sdp.ApproxDP(1.0, 1e-6), 1)
+    assert sdp.compose(approx.items, adaptive=True).epsilon(1e-6) <= 1.0
+
+
+def test_mwem_run_with_adaptive_rounds_is_charged_its_plan(table: pd.DataFrame) -> None:
+    s = session(table)
+    w = sdp.data.predicates(
+        {f"q{i}": {"a": [i % 3], "b": "xy"[i % 2]} for i in range(6)},
+        domains={"a": DOM["a"], "b": DOM["b"]},
+    )
+    q = s.mwem_query(w, privacy=sdp.ZCDP(0.3), max_rows=2)
+    syn = q.run(rng=1)
+    (entry,) = s.accountant.history()
+    assert (entry.item, entry.count) == q.charge
+    assert 1 <= syn.rounds <= 6
+    assert len(syn.answer(w)) == 6
 
 
 def test_long_domains_filter_by_semi_join_alike(

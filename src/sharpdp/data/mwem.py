@@ -21,9 +21,8 @@ composition of n̂, T selections and T measurements, charged to the accountant a
 the ε²/2 of a pure ε-DP analysis: at the same noise, sharpdp affords more rounds, and
 ``explain()`` says how many more.
 
-**Rounds.** ``rounds=None`` takes T = min(G, 2⌈log₂|X|⌉ + 10), G the number of groups (marginals,
-or predicates): it depends only on the public
-workload and domain, never on the data (a data-dependent T would need its own privacy).
+**Rounds.** ``rounds=None`` chooses T after n̂ is released (:class:`AdaptivePlan`): the rounds
+share what n̂ leaves evenly, so they are ρ_rest-zCDP whatever T, and the choice costs nothing.
 """
 
 from __future__ import annotations
@@ -45,7 +44,14 @@ from sharpdp.data.release import Release
 from sharpdp.data.workloads import MAX_DOMAIN, Workload
 from sharpdp.errors import InvalidParameter
 
-__all__ = ["MWEMPlan", "MWEMQuery", "Synthetic", "auto_rounds", "plan_mwem"]
+__all__ = [
+    "AdaptivePlan",
+    "MWEMPlan",
+    "MWEMQuery",
+    "Synthetic",
+    "plan_adaptive",
+    "plan_mwem",
+]
 
 #: The most passes over the measured groups after each round (post-processing; they stop earlier
 #: once the measurements are fitted to within their noise).
@@ -55,11 +61,6 @@ REPLAYS = 1000
 STEP = 0.2
 #: The share of the privacy spent on the noisy total n̂.
 TOTAL_SHARE = 0.05
-
-
-def auto_rounds(groups: int, cells: int) -> int:
-    """T = min(G, 2⌈log₂|X|⌉ + 10) for G groups of queries (public quantities only)."""
-    return max(1, min(groups, 2 * math.ceil(math.log2(max(cells, 2))) + 10))
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +198,108 @@ def plan_mwem(privacy: sdp.Guarantee, m: int, rounds: int) -> MWEMPlan:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class AdaptivePlan:
+    """An MWEM run whose number of rounds is chosen after n̂ is released (``rounds=None``).
+
+    Attributes:
+        total: the noise of n̂ (sensitivity m).
+        rest: the guarantee of all the rounds together, whatever their number T:
+            ``ZCDP(ρ_rest)`` (each round ρ_rest/T) or ``PureDP(ε_rest)`` (each ε_rest/T).
+        sensitivity: m.
+        route: how it was calibrated.
+    """
+
+    total: sdp.DiscreteLaplace | sdp.Gaussian
+    rest: sdp.ZCDP | sdp.PureDP
+    sensitivity: int
+    route: str
+
+    @property
+    def items(self) -> list[tuple[sdp.Guarantee, int]]:
+        """The composition charged: n̂, then the rounds as one guarantee.
+
+        Valid whatever T the released n̂ leads to: given n̂, the rounds are T mechanisms of
+        ρ_rest/T each (ε_rest/T), so they are ρ_rest-zCDP (ε_rest-DP) for every n̂ (zCDP adds,
+        Bun–Steinke 2016 Lemma 2.3; pure ε adds), and a mechanism chosen from earlier outputs
+        composes adaptively with them (Dwork–Roth 2014 Thm 3.16; BS16 Lemma 2.3).
+        """
+        return [(self.total, 1), (self.rest, 1)]
+
+    def rounds_for(self, total: float, groups: int, cells: int) -> int:
+        """T = min(G, ⌈(ε·n̂·√ln|X| / (10·ln max(G, 2)))^{2/3}⌉), at most 1000: the rounds that
+        minimise Hardt–Ligett–McSherry 2012 (Thm 2.2)'s error bound 2n√(ln|X|/T) + 10T·ln G/ε,
+        with ε = ε_rest, or √(2ρ_rest) under zCDP; never more than the G groups."""
+        eps = (
+            self.rest.epsilon_
+            if isinstance(self.rest, sdp.PureDP)
+            else math.sqrt(2 * self.rest.rho)
+        )
+        best = (eps * max(total, 1.0) * math.sqrt(math.log(max(cells, 2)))) / (
+            10.0 * math.log(max(groups, 2))
+        )
+        return int(max(1, min(groups, 1000, math.ceil(float(best) ** (2.0 / 3.0)))))
+
+    def plan(self, rounds: int) -> MWEMPlan:
+        """The mechanisms of ``rounds`` rounds sharing :attr:`rest` evenly."""
+        m = self.sensitivity
+        if isinstance(self.rest, sdp.PureDP):
+            half = self.rest.epsilon_ / rounds / 2.0
+            meas = sdp.DiscreteLaplace(m / half * (1 + 1e-12), sensitivity=m)
+            charge = None if m == 1 else sdp.PureDP(math.nextafter(m / meas.scale, math.inf))
+            sel = sdp.Exponential(half * (1 - 1e-12), sensitivity=m)
+            return MWEMPlan(rounds, self.total, sel, meas, rounds, self.route, charge)
+        rho_round = self.rest.rho / rounds
+        sel = sdp.Exponential(math.sqrt(4.0 * rho_round) * (1 - 1e-12), sensitivity=m)
+        gauss = sdp.Gaussian(m / math.sqrt(rho_round) * (1 + 1e-12), sensitivity=m)
+        return MWEMPlan(rounds, self.total, sel, gauss, int(rounds / 2.5), self.route)
+
+
+def plan_adaptive(privacy: sdp.Guarantee, m: int) -> AdaptivePlan:
+    """Calibrate an MWEM run whose rounds are chosen after n̂ (see :class:`AdaptivePlan`).
+
+    5% of ε (or ρ) to n̂, the rest to the rounds. An (ε, δ) target takes the largest ρ whose
+    conversion meets it (Canonne–Kamath–Steinke 2020, via ``sdp.ZCDP(ρ).epsilon``); the charge's
+    sharp composition is then checked to fit.
+    """
+    if isinstance(privacy, sdp.PureDP):
+        eps = privacy.epsilon_
+        total = sdp.DiscreteLaplace(m / (TOTAL_SHARE * eps) * (1 + 1e-12), sensitivity=m)
+        rest = sdp.PureDP((1.0 - TOTAL_SHARE) * eps * (1 - 1e-12))
+        return AdaptivePlan(total, rest, m, "pure ε: 5% to n̂, the rest shared by the rounds")
+    if isinstance(privacy, sdp.ApproxDP) and privacy.delta_ <= 0.0:
+        return plan_adaptive(sdp.PureDP(privacy.epsilon_), m)
+    if isinstance(privacy, sdp.ZCDP | sdp.ApproxZCDP):
+        rho = privacy.rho
+    elif isinstance(privacy, sdp.ApproxDP):
+        eps, delta = privacy.epsilon_, privacy.delta_
+        lo, hi = 0.0, max(eps, 1.0)
+        while sdp.ZCDP(hi).epsilon(delta) <= eps:
+            lo, hi = hi, 2 * hi
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if sdp.ZCDP(mid).epsilon(delta) <= eps else (lo, mid)
+        rho = lo
+    else:
+        raise InvalidParameter(
+            f"privacy must be sdp.PureDP, sdp.ApproxDP, sdp.ZCDP or sdp.ApproxZCDP, got {privacy!r}"
+        )
+    if rho <= 0.0:
+        raise InvalidParameter(f"privacy {privacy!r} is too small for MWEM")
+    plan = AdaptivePlan(
+        sdp.Gaussian(m / math.sqrt(2.0 * TOTAL_SHARE * rho) * (1 + 1e-12), sensitivity=m),
+        sdp.ZCDP((1.0 - TOTAL_SHARE) * rho * (1 - 1e-12)),
+        m,
+        f"ρ = {rho:.6g}: 5% to n̂, the rest shared by the rounds, half of each round to a "
+        "selection at ε²/8 (bounded range, Cesar–Rogers 2021), half to a Gaussian measurement",
+    )
+    if isinstance(privacy, sdp.ApproxDP):
+        got = sdp.compose(plan.items, adaptive=True).epsilon(privacy.delta_)
+        if got > privacy.epsilon_:  # pragma: no cover - the conversion's ρ always fits
+            raise InvalidParameter(f"could not fit an MWEM plan in {privacy!r} (ε = {got})")
+    return plan
+
+
 def _flat_histogram(
     cells: pd.DataFrame, columns: tuple[str, ...], domains: Mapping[str, tuple[Any, ...]]
 ) -> npt.NDArray[np.float64]:
@@ -326,7 +429,7 @@ class MWEMQuery(Query):
 
     workload: Workload
     max_rows: int
-    plan: MWEMPlan
+    plan: MWEMPlan | AdaptivePlan
     discovery: tuple[tuple[str, CountQuery], ...] = ()
 
     def _release(self, rng: np.random.Generator) -> Synthetic:
@@ -353,7 +456,10 @@ class MWEMQuery(Query):
         groups = self.workload.groups(domains)
         answers = np.asarray(matrix @ hist, dtype=np.float64)
         total = max(1.0, float(self.plan.total.release(float(hist.sum()), rng=rng)))
-        synthetic, chosen = multiplicative_weights(answers, matrix, groups, total, self.plan, rng)
+        plan = self.plan
+        if isinstance(plan, AdaptivePlan):  # T from the released n̂ (see AdaptivePlan.items)
+            plan = plan.plan(plan.rounds_for(total, len(groups), matrix.shape[1]))
+        synthetic, chosen = multiplicative_weights(answers, matrix, groups, total, plan, rng)
         grid = pd.MultiIndex.from_product(
             [list(domains[c]) for c in columns], names=list(columns)
         ).to_frame(index=False)
@@ -363,7 +469,7 @@ class MWEMQuery(Query):
             keys=columns,
             frame=grid,
             noise={},
-            rounds=self.plan.rounds,
+            rounds=plan.rounds,
             selected=tuple(_group_label(labels, groups[g]) for g in chosen),
             domains=tuple(domains.items()),
             explanation=self.explain(),
