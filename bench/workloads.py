@@ -1,4 +1,4 @@
-"""Workload benchmark: how many counting queries can we answer privately? (notes 004 §5, measured)
+"""Workload benchmark: how many counting queries can we answer privately, and with what error?
 
 Usage::
 
@@ -8,8 +8,9 @@ Usage::
     python bench/workloads.py --only sweep,mwem      # parts: sweep | flights | mwem | timing
     python bench/workloads.py --seeds 5 --plot out.png
 
-The question (notes 004 §5): with n rows and k counting queries, what error per query (as a
-fraction of n) does each of four systems give, and how does it scale?
+The question (the classical comparison of Dwork–Roth 2014 and Hardt–Rothblum 2010): with n
+rows and k counting queries, what error per query (as a fraction of n) does each of four
+systems give, and how does it scale?
 
 ==========================  ==========================  ===============  ===============
 system                      error per query (÷ n)       exponent in k    exponent in n
@@ -53,12 +54,13 @@ budget=ApproxDP(1, 1e-6))`` per call, in-memory ledger, ``max_rows=1``):
 * Gaussian: ``s.answer(w, privacy=ApproxDP(1, 1e-6))`` — sharpdp picks the mechanism of least
   expected error and the table says which (``r.mechanism``); the slope fit uses
   ``mechanism="gaussian"`` (forced) so that it fits the Gaussian's own law;
-* PMW: ``s.mwem(w, privacy=ApproxDP(1, 1e-6))`` then ``syn.answer(w)`` (sharpdp's MWEM, its
-  default number of rounds T = min(k, 2⌈log₂|X|⌉ + 10), which does not grow with n);
+* PMW: ``s.mwem(w, privacy=ApproxDP(1, 1e-6))`` then ``syn.answer(w)`` (sharpdp's MWEM with its
+  default rounds, chosen after its noisy n̂: T = min(G, ⌈(ε·n̂·√ln|X|/(10 ln G))^{2/3}⌉) for G
+  groups of disjoint queries, here the k predicates);
 * PMW (T*): the same with ``rounds=T*``, T* = (ε·n·√(ln|X|)/(10·ln k))^(2/3) in [10, 1000], the
   T minimising Hardt–Ligett–McSherry 2012's bound 2n·√(ln|X|/T) + 10·T·ln k/ε on MWEM's worst
-  error (n taken as public). With T* that bound's error ÷ n falls as n^(−1/3); the notes' PMW
-  (Hardt–Rothblum 2010) as n^(−1/2).
+  error (n taken as public). With T* that bound's error ÷ n falls as n^(−1/3); private
+  multiplicative weights' (Hardt–Rothblum 2010) as n^(−1/2).
 
 Error per query: |answer − true| / n, its mean over the k queries and its max, each averaged over
 the seeds (rng = 0, 1, 2 by default: ``--seeds``). Slopes: least squares of log(mean error)
@@ -79,12 +81,12 @@ its final synthetic histogram (scaled to n by construction) answers the workload
 T = 10·⌈log₁₀ n⌉ rounds, each selecting and measuring a whole *cuboid* (every cell of one
 marginal table at once, Laplace per cell: the cells are disjoint), from a pool of 2T cuboids of
 up to 3 columns (2 when n ≤ 10^4). sharpdp's MWEM runs at ApproxDP(1, 1e-6) (its default T and
-T*) and at PureDP(1) (the like-for-like row); its rounds select and measure one query (one cell)
-each. The ratio divides sharpdp's mean error by the better of smartnoise's two settings (target:
-≤ 0.8). Also shown: the workload answered directly (``s.answer``). smartnoise runs with 2 seeds
-by default (``sn_seeds``; it costs 15–110 s a run), in child processes started in a background
-thread at the beginning, so they overlap the sweeps (their ``fit s`` is measured under that
-contention; the 10^7 timing waits for them to finish).
+T*) and at PureDP(1) (the like-for-like row); like smartnoise's, its rounds select and measure a
+whole marginal each. The ratio divides sharpdp's mean error by the better of smartnoise's two
+settings (target: ≤ 0.8). Also shown: the workload answered directly (``s.answer``).
+smartnoise runs with 2 seeds by default (``sn_seeds``; it costs 15–110 s a run), in child
+processes started in a background thread at the beginning, so they overlap the sweeps (their
+``fit s`` is measured under that contention; the 10^7 timing waits for them to finish).
 
 **Timing at 10^7 rows** (each measurement in its own child process, twice in the process, the
 faster reported; imports excluded): sharpdp's ``Session`` + ``answer`` + ``to_pandas`` on the

@@ -147,7 +147,7 @@ def test_pld_keeps_its_accuracy_promise_on_random_mixes(
 
 
 def _laplace_delta(eps0: mp.mpf, t: mp.mpf) -> mp.mpf:
-    """δ of one ε0-Laplace pair at any real t (FORMULAS of the pair: 1 − e^{(t − ε0)/2} on
+    """δ of one ε0-Laplace pair at any real t (closed form of the pair: 1 − e^{(t − ε0)/2} on
     [−ε0, ε0], 0 above, 1 − e^t below)."""
     if t >= eps0:
         return mp.mpf(0)

@@ -1,6 +1,6 @@
 """The scripts of ``examples/`` (and ``docs/figures.py``) run, and print what their docstrings
 claim. Each runs in a subprocess, as a user would run it; the numbers printed are checked against
-the library and against the seeds' tables (``reference/FORMULAS.md`` §8)."""
+the library and against the published values (the posts and papers each example cites)."""
 
 from __future__ import annotations
 

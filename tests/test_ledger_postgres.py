@@ -13,13 +13,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
-import pwd
-import shutil
-import socket
 import sqlite3
-import subprocess
-import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -29,6 +23,7 @@ from typing import Any
 
 import pytest
 
+import pg_cluster
 import sharpdp as sdp
 from sharpdp.accounting.accountant import Accountant
 from sharpdp.accounting.ledger import (
@@ -40,78 +35,12 @@ from sharpdp.accounting.ledger import (
     Reading,
 )
 
-IN_CI = os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
-
-
-def _bindir() -> Path | None:
-    """The newest PostgreSQL server binaries (Debian: /usr/lib/postgresql/<major>/bin)."""
-    found = sorted(
-        (p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")),
-        key=lambda d: int(d.parent.name) if d.parent.name.isdigit() else 0,
-    )
-    if found:
-        return found[-1]
-    initdb = shutil.which("initdb")
-    return Path(initdb).resolve().parent if initdb else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[str]:
     """``postgresql://postgres@127.0.0.1:PORT``: a throwaway cluster for the session."""
-    bindir = _bindir()
-    if bindir is None or not (bindir / "pg_ctl").exists():
-        message = "PostgreSQL server binaries (initdb, pg_ctl) not found"
-        if IN_CI:
-            pytest.fail(f"{message}, and CI=true: .ci/run must install Debian's postgresql")
-        pytest.skip(f"{message} (apt-get install postgresql)")
-    base = Path(tempfile.mkdtemp(prefix="sharpdp-pg-"))
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses to run as root: run the cluster as `postgres`
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.fail("running as root, but there is no `postgres` user to run initdb as")
-        os.chown(base, user.pw_uid, user.pw_gid)
-        run_as = ["runuser", "-u", "postgres", "--"]
-    data, port = base / "data", _free_port()
-
-    def run(*args: str) -> None:
-        done = subprocess.run([*run_as, *args], capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            log = base / "log"
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            pytest.fail(f"{args[0]} failed: {done.stdout}{done.stderr}{tail}")
-
-    try:
-        run(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
-        run(
-            str(bindir / "pg_ctl"),
-            "-D",
-            str(data),
-            "-o",
-            f"-p {port} -k {base} -h 127.0.0.1",
-            "-l",
-            str(base / "log"),
-            "-w",
-            "-t",
-            "60",
-            "start",
-        )
-        yield f"postgresql://postgres@127.0.0.1:{port}"
-    finally:
-        if (data / "postmaster.pid").exists():
-            subprocess.run(
-                [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                capture_output=True,
-                timeout=60,
-            )
-        shutil.rmtree(base, ignore_errors=True)
+    for cluster in pg_cluster.cluster():
+        yield cluster.url
 
 
 @pytest.fixture

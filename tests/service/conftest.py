@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,9 +12,9 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from servers import Postgres, Server, postgres_bindir  # noqa: E402
+from servers import Server  # noqa: E402
 
-IN_CI = os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+from pg_cluster import Postgres, cluster  # noqa: E402
 
 
 @pytest.fixture
@@ -34,19 +33,8 @@ def serve() -> Iterator[Callable[..., Server]]:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
-    """A throwaway PostgreSQL cluster for the session (skips without Debian's ``postgresql``
-    package — except with ``CI=true``, where its absence fails)."""
-    bindir = postgres_bindir()
-    if bindir is None or not (bindir / "pg_ctl").exists():
-        message = "PostgreSQL server binaries (initdb, pg_ctl) not found"
-        if IN_CI:
-            pytest.fail(f"{message}, and CI=true: .ci/run must install Debian's postgresql")
-        pytest.skip(f"{message} (apt-get install postgresql)")
-    cluster = Postgres(bindir)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop()
+    """A throwaway PostgreSQL cluster for the session (see ``tests/pg_cluster.py``)."""
+    yield from cluster()
 
 
 @pytest.fixture

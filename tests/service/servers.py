@@ -13,29 +13,20 @@ temporary directory, run as the ``postgres`` user when we are root (``initdb`` r
 from __future__ import annotations
 
 import os
-import pwd
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
+from pg_cluster import free_port
+
 ADMIN = "admin-test-token"
 #: ``sharpdp serve`` as the console script runs it (the import registers the command).
 SERVE = "import sharpdp.cli.serve; from sharpdp.cli import main; main()"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -174,76 +165,3 @@ def new_analyst(url: str, name: str, budget: str | None = None, **extra: object)
     r = httpx.post(f"{url}/admin/analysts", json=body, headers=admin(), timeout=30)
     assert r.status_code == 201, r.text
     return str(r.json()["token"])
-
-
-# -- PostgreSQL -----------------------------------------------------------------------------------
-def postgres_bindir() -> Path | None:
-    """The newest PostgreSQL server binaries (Debian: /usr/lib/postgresql/<major>/bin), or None."""
-    found = sorted(
-        (p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/initdb")),
-        key=lambda d: int(d.parent.name) if d.parent.name.isdigit() else 0,
-    )
-    if found:
-        return found[-1]
-    initdb = shutil.which("initdb")
-    return Path(initdb).resolve().parent if initdb else None
-
-
-class Postgres:
-    """A throwaway PostgreSQL cluster on 127.0.0.1 (``start()``, then ``database()``, ``stop()``).
-
-    Args:
-        bindir: the server binaries (``initdb``, ``pg_ctl``).
-    """
-
-    def __init__(self, bindir: Path) -> None:
-        self.bindir = bindir
-        self.base = Path(tempfile.mkdtemp(prefix="sharpdp-service-pg-"))
-        self.data = self.base / "data"
-        self.port = free_port()
-        self.url = f"postgresql://postgres@127.0.0.1:{self.port}"
-        self._as: list[str] = []
-        if os.geteuid() == 0:  # initdb refuses to run as root: run the cluster as `postgres`
-            user = pwd.getpwnam("postgres")
-            os.chown(self.base, user.pw_uid, user.pw_gid)
-            self._as = ["runuser", "-u", "postgres", "--"]
-
-    def _run(self, *args: str) -> None:
-        done = subprocess.run([*self._as, *args], capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            log = self.base / "log"
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{args[0]} failed: {done.stdout}{done.stderr}{tail}")
-
-    def start(self) -> Postgres:
-        """initdb and start the cluster (trust authentication, loopback only)."""
-        self._run(
-            str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
-            "--no-sync",
-        )  # fmt: skip
-        self._run(
-            str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.base / "log"),
-            "-o", f"-p {self.port} -k {self.base} -h 127.0.0.1 -c max_connections=200",
-            "-w", "-t", "60", "start",
-        )  # fmt: skip
-        return self
-
-    def database(self) -> str:
-        """A fresh, empty database of the cluster: its URL."""
-        import psycopg
-
-        name = f"s_{uuid.uuid4().hex}"
-        with psycopg.connect(f"{self.url}/postgres", autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return f"{self.url}/{name}"
-
-    def stop(self) -> None:
-        """Stop the cluster (immediate) and remove its files."""
-        if (self.data / "postmaster.pid").exists():
-            subprocess.run(
-                [*self._as, str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
-                 "stop"],
-                capture_output=True,
-                timeout=60,
-            )  # fmt: skip
-        shutil.rmtree(self.base, ignore_errors=True)

@@ -35,6 +35,7 @@ __all__ = [
     "calibrate_integer_noise",
     "expected_abs",
     "half_width",
+    "largest_rho",
     "least_integer",
     "upper_tail",
 ]
@@ -241,7 +242,25 @@ def _approx_gaussian(
             return sdp.calibrate(sdp.DiscreteGaussian, target, sensitivity=sensitivity)
         except NotImplied:
             return None
+    rho = largest_rho(target)
+    return None if rho <= 0.0 else _zcdp_gaussian(rho, sensitivity, copies)
+
+
+def largest_rho(target: sdp.ApproxDP) -> float:
+    """The largest ρ (to 80 bisection steps) with ``sdp.ZCDP(ρ).delta(ε) ≤ δ``; 0.0 if none.
+
+    ρ-zCDP implies (ε, δ(ε))-DP by its conversion (Canonne–Kamath–Steinke 2020, as
+    ``sdp.ZCDP.delta`` computes it). Errs low: only a ρ that was checked to fit is returned.
+
+    Example:
+        >>> import sharpdp as sdp
+        >>> rho = largest_rho(sdp.ApproxDP(1.0, 1e-6))
+        >>> sdp.ZCDP(rho).delta(1.0) <= 1e-6 < sdp.ZCDP(rho * 1.001).delta(1.0)
+        True
+    """
     eps, delta = target.epsilon_, target.delta_
+    if delta <= 0.0:
+        return 0.0
     lo, hi = 0.0, max(1.0, eps)
     while sdp.ZCDP(hi).delta(eps) <= delta:
         lo, hi = hi, 2.0 * hi
@@ -251,9 +270,7 @@ def _approx_gaussian(
             lo = mid
         else:
             hi = mid
-    if lo <= 0.0:
-        return None
-    return _zcdp_gaussian(lo, sensitivity, copies)
+    return lo
 
 
 def calibrate_integer_noise(privacy: sdp.Guarantee, sensitivity: int, copies: int) -> NoisePlan:

@@ -43,7 +43,15 @@ from sharpdp.data.release import Release, _level
 from sharpdp.data.workloads import Bins, Workload
 from sharpdp.errors import InvalidParameter
 
-__all__ = ["WorkloadNoise", "WorkloadQuery", "WorkloadRelease", "choose_noise"]
+__all__ = [
+    "WorkloadNoise",
+    "WorkloadQuery",
+    "WorkloadRelease",
+    "cell_table",
+    "choose_noise",
+    "discover",
+    "resolve_domains",
+]
 
 MECHANISMS = ("auto", "laplace", "gaussian")
 #: Domains up to this many values are filtered with an inline IN list; longer ones by a semi-join.
@@ -129,31 +137,19 @@ def _gaussian(privacy: sdp.Guarantee, m: int, c: int) -> WorkloadNoise | None:
     """The Gaussian candidate (ℓ2), or ``None`` for a pure target (it needs δ > 0 or zCDP)."""
     l2 = _sqrt_up(m * m * c)
     if isinstance(privacy, sdp.ZCDP | sdp.ApproxZCDP):
-        # Δ_eff (the sensitivity on the release grid) slightly exceeds an irrational Δ₂: use it
-        sigma = l2 / math.sqrt(2.0 * privacy.rho)
-        for _ in range(100):
-            law = sdp.Gaussian(sigma, sensitivity=l2)
-            if law.rho <= privacy.rho:
-                break
-            sigma = max(
-                law.effective_sensitivity / math.sqrt(2.0 * privacy.rho),
-                sigma * (1.0 + 2.0**-50),
-            )
-        else:  # pragma: no cover - the loop converges in a few steps
-            raise InvalidParameter(f"could not calibrate a Gaussian to {privacy!r}")
+        target: sdp.Guarantee = sdp.ZCDP(privacy.rho)
         route = "Gaussian, σ = Δ₂/√(2ρ) (ℓ2 = m√C; ρ = Δ₂²/(2σ²), Bun–Steinke 2016 Prop 1.6)"
     elif isinstance(privacy, sdp.ApproxDP) and privacy.delta_ > 0.0:
-        law = sdp.calibrate(sdp.Gaussian, privacy, sensitivity=l2)
-        assert isinstance(law, sdp.Gaussian)
-        sigma = law.sigma
+        target = privacy
         route = (
             "Gaussian, least σ by its exact (ε, δ) profile (Balle–Wang 2018 Thm 8) for "
             "ℓ2 = m√C, not the classical 1.25/δ rule"
         )
     else:
         return None
-    law = sdp.Gaussian(sigma, sensitivity=l2)
-    return WorkloadNoise("gaussian", law, law, 1, sigma * math.sqrt(2.0 / math.pi), route)
+    law = sdp.calibrate(sdp.Gaussian, target, sensitivity=l2)
+    assert isinstance(law, sdp.Gaussian)
+    return WorkloadNoise("gaussian", law, law, 1, law.sigma * math.sqrt(2.0 / math.pi), route)
 
 
 def choose_noise(privacy: sdp.Guarantee, m: int, c: int, mechanism: str = "auto") -> WorkloadNoise:
@@ -231,6 +227,18 @@ def resolve_domains(
     return out
 
 
+def discover(
+    discovery: tuple[tuple[str, CountQuery], ...], rng: np.random.Generator
+) -> dict[str, tuple[Any, ...]]:
+    """Run the partition selections that find undeclared domains (already paid for by the
+    query that holds them): each column's released keys, sorted."""
+    found: dict[str, tuple[Any, ...]] = {}
+    for column, sub in discovery:
+        keys = sub._release(rng).frame[column].tolist()
+        found[column] = tuple(sorted(keys, key=lambda v: (str(type(v)), v)))
+    return found
+
+
 def cell_table(
     query: Query,
     workload: Workload,
@@ -306,11 +314,7 @@ class WorkloadQuery(Query):
     discovery: tuple[tuple[str, CountQuery], ...] = ()
 
     def _release(self, rng: np.random.Generator) -> WorkloadRelease:
-        found: dict[str, tuple[Any, ...]] = {}
-        for column, sub in self.discovery:
-            keys = sub._release(rng).frame[column].tolist()
-            found[column] = tuple(sorted(keys, key=lambda v: (str(type(v)), v)))
-        domains = resolve_domains(self.workload, found)
+        domains = resolve_domains(self.workload, discover(self.discovery, rng))
         cells = cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
         rows, truth = self.workload.evaluate(cells, domains)
         if isinstance(self.plan.law, sdp.DiscreteLaplace):

@@ -37,12 +37,15 @@ import numpy.typing as npt
 import pandas as pd
 
 import sharpdp as sdp
-from sharpdp.data.answers import cell_table, resolve_domains
+from sharpdp import _validate
+from sharpdp.data._noise import largest_rho
+from sharpdp.data.answers import cell_table, discover, resolve_domains
 from sharpdp.data.counts import CountQuery
 from sharpdp.data.query import Explanation, Query
 from sharpdp.data.release import Release
 from sharpdp.data.workloads import MAX_DOMAIN, Workload
 from sharpdp.errors import InvalidParameter
+from sharpdp.mechanisms._samplers import RNGLike, as_generator
 
 __all__ = [
     "AdaptivePlan",
@@ -160,13 +163,7 @@ def plan_mwem(privacy: sdp.Guarantee, m: int, rounds: int) -> MWEMPlan:
         eps, delta = privacy.epsilon_, privacy.delta_
         if delta <= 0.0:
             return plan_mwem(sdp.PureDP(eps), m, rounds)
-        lo, hi = 0.0, max(eps, 1.0)
-        while sdp.ZCDP(hi).epsilon(delta) <= eps:
-            lo, hi = hi, 2 * hi
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if sdp.ZCDP(mid).epsilon(delta) <= eps else (lo, mid)
-        rho = lo
+        rho = largest_rho(privacy)
 
         def fits(r: float) -> bool:
             parts = _zcdp_plan(r, m, rounds)
@@ -272,14 +269,7 @@ def plan_adaptive(privacy: sdp.Guarantee, m: int) -> AdaptivePlan:
     if isinstance(privacy, sdp.ZCDP | sdp.ApproxZCDP):
         rho = privacy.rho
     elif isinstance(privacy, sdp.ApproxDP):
-        eps, delta = privacy.epsilon_, privacy.delta_
-        lo, hi = 0.0, max(eps, 1.0)
-        while sdp.ZCDP(hi).epsilon(delta) <= eps:
-            lo, hi = hi, 2 * hi
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if sdp.ZCDP(mid).epsilon(delta) <= eps else (lo, mid)
-        rho = lo
+        rho = largest_rho(privacy)
     else:
         raise InvalidParameter(
             f"privacy must be sdp.PureDP, sdp.ApproxDP, sdp.ZCDP or sdp.ApproxZCDP, got {privacy!r}"
@@ -433,11 +423,7 @@ class MWEMQuery(Query):
     discovery: tuple[tuple[str, CountQuery], ...] = ()
 
     def _release(self, rng: np.random.Generator) -> Synthetic:
-        found: dict[str, tuple[Any, ...]] = {}
-        for column, sub in self.discovery:
-            keys = sub._release(rng).frame[column].tolist()
-            found[column] = tuple(sorted(keys, key=lambda v: (str(type(v)), v)))
-        domains = resolve_domains(self.workload, found)
+        domains = resolve_domains(self.workload, discover(self.discovery, rng))
         columns = self.workload.columns
         sizes = [len(domains[c]) for c in columns]
         if 0 in sizes:
@@ -514,27 +500,24 @@ class Synthetic(Release):
         missing = [c for c in workload.columns if c not in domains]
         if missing:
             raise InvalidParameter(f"workload columns {missing} are not in the synthetic data")
+        declared = resolve_domains(workload, domains)  # its own domains, else the synthetic's
         for c in workload.columns:
-            dom = workload.domain(c)
-            declared = resolve_domains(workload, domains).get(c)
-            if dom is not None and declared is not None and tuple(declared) != domains[c]:
+            if tuple(declared[c]) != domains[c]:
                 raise InvalidParameter(f"workload's domain of {c!r} differs from the synthetic's")
-        cells = self.frame.rename(columns={})
-        rows, values = workload.evaluate(cells, domains)
+        rows, values = workload.evaluate(self.frame, domains)
         out = rows.copy()
         out["count"] = values
         return out
 
-    def sample(self, n: int | None = None, rng: Any = None) -> pd.DataFrame:
-        """``n`` synthetic rows drawn from the distribution (default: round(n̂))."""
-        from sharpdp.mechanisms._samplers import as_generator
+    def sample(self, n: int | None = None, rng: RNGLike = None) -> pd.DataFrame:
+        """``n`` synthetic rows drawn from the distribution (default: round(n̂)).
 
+        Raises:
+            InvalidParameter: ``n`` is not an integer ≥ 0.
+        """
         counts = self.frame["count"].to_numpy(np.float64)
-        size = round(float(counts.sum())) if n is None else int(n)
-        if size < 0:
-            raise InvalidParameter(f"n must be ≥ 0, got {n!r}")
-        g = as_generator(rng)
-        idx = g.choice(len(counts), size=size, p=counts / counts.sum())
+        size = round(float(counts.sum())) if n is None else _validate.integer("n", n, minimum=0)
+        idx = as_generator(rng).choice(len(counts), size=size, p=counts / counts.sum())
         return self.frame.drop(columns="count").iloc[idx].reset_index(drop=True)
 
     def _law(self, level: float) -> str:

@@ -336,24 +336,11 @@ class _TimedLedger(Ledger):
         return entry
 
 
-class _TimedPostgresLedger(PostgresLedger):
-    """:class:`PostgresLedger` timed as :class:`_TimedLedger`."""
+class _TimedPostgresLedger(_TimedLedger, PostgresLedger):
+    """:class:`PostgresLedger` timed as :class:`_TimedLedger` (its ``append`` comes first in the
+    method order, then :class:`PostgresLedger`'s)."""
 
     __slots__ = ()
-
-    def append(
-        self,
-        analyst: str,
-        period: str,
-        item: sdp.Guarantee,
-        count: int,
-        *,
-        decide: Callable[[History], Reading],
-    ) -> Entry:
-        """:meth:`PostgresLedger.append`, then the time of its commit noted for this thread."""
-        entry = super().append(analyst, period, item, count, decide=decide)
-        _SPENT.at = _clock()
-        return entry
 
 
 def open_ledger(target: str | os.PathLike[str]) -> Ledger:

@@ -62,44 +62,37 @@ class CountByBody(_Body):
     max_rows: Cap | None = None
 
 
-class SumBody(_Body):
-    """``Session.sum``: a clamped sum (per public key with ``by``)."""
+class _ValueBody(_Body):
+    """What the queries over a clamped numeric column share (sum, mean, quantile)."""
 
-    query: Literal["sum"]
     column: str = Field(min_length=1, max_length=256)
     bounds: Bounds
     max_rows: Cap | None = None
     by: Columns | None = None
     keys: list[Key | list[Key]] | None = None
     max_groups: Cap | None = None
+
+
+class SumBody(_ValueBody):
+    """``Session.sum``: a clamped sum (per public key with ``by``)."""
+
+    query: Literal["sum"]
     granularity: float | None = None
     clamp: Literal["row", "person"] = "row"
 
 
-class MeanBody(_Body):
+class MeanBody(_ValueBody):
     """``Session.mean``: a clamped mean (per public key with ``by``)."""
 
     query: Literal["mean"]
-    column: str = Field(min_length=1, max_length=256)
-    bounds: Bounds
-    max_rows: Cap | None = None
-    by: Columns | None = None
-    keys: list[Key | list[Key]] | None = None
-    max_groups: Cap | None = None
     granularity: float | None = None
 
 
-class QuantileBody(_Body):
+class QuantileBody(_ValueBody):
     """``Session.quantile``: the ``q``-quantile of a clamped column."""
 
     query: Literal["quantile"]
-    column: str = Field(min_length=1, max_length=256)
     q: float
-    bounds: Bounds
-    max_rows: Cap | None = None
-    by: Columns | None = None
-    keys: list[Key | list[Key]] | None = None
-    max_groups: Cap | None = None
     cells: int | None = Field(None, ge=1)
 
 
