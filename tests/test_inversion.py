@@ -213,3 +213,60 @@ def test_far_tail_reports_the_chernoff_bound_not_less() -> None:
     assert 1e-320 < exact < 1e-300
     assert hi >= exact
     assert lo <= exact
+
+
+def _rr_gaussian_epsilon(eps0: float, k: int, mu: float, delta: float) -> float:
+    """ε(δ) of k-fold ε0-RR with μ-GDP, by bisection on the direct binomial sum (in mpmath)."""
+    lo, hi = 0.0, k * eps0 + 10.0 * mu + mu * mu
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if rr_gaussian_delta(eps0, k, mu, mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def test_selection_items_are_inverted_and_the_pld_skipped() -> None:
+    # The exponential mechanism is represented by the ε-RR pair (not attained: RDP uses its
+    # bounded-range curve), so the inversion is one analysis among others here; it brackets the
+    # exact composition of the pairs, which the PLD only approaches from above, so once it has
+    # answered the PLD is not run (it took seconds on this mix).
+    c = sdp.compose([(sdp.Gaussian(5.0), 100), (sdp.Exponential(0.1), 50)])  # μ = 2 in all
+    eps = c.epsilon(1e-6)
+    exact = _rr_gaussian_epsilon(0.1, 50, 2.0, 1e-6)
+    assert exact * (1 - 1e-12) <= eps <= exact * (1 + 1e-9)
+    assert float(rr_gaussian_delta(0.1, 50, 2.0, eps)) <= 1e-6 * (1 + 1e-12)
+    assert c.delta(eps) <= 1e-6
+    prepared = c._cache["pld"]
+    assert not isinstance(prepared, str) and "_result" not in vars(prepared)
+    assert c.explain(delta=1e-6).winner.name == "mgf"  # explain still lists (and runs) the PLD
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 3.0])
+def test_distinct_selection_items_with_a_gaussian_match_the_binomial_sums(epsilon: float) -> None:
+    # two distinct ε0-RR groups and a Gaussian: δ is the double binomial sum of the Gaussian
+    # profile at the shifted arguments (independent of sharpdp)
+    import mpmath as mp
+
+    from reference import _gaussian_delta_any
+
+    e1, k1, e2, k2, mu = 0.05, 7, 0.12, 4, 0.8
+    p1 = mp.exp(e1) / (1 + mp.exp(e1))
+    p2 = mp.exp(e2) / (1 + mp.exp(e2))
+    exact = float(
+        mp.fsum(
+            mp.binomial(k1, i) * p1 ** (k1 - i) * (1 - p1) ** i
+            * mp.binomial(k2, j) * p2 ** (k2 - j) * (1 - p2) ** j
+            * _gaussian_delta_any(mp.mpf(mu), epsilon - (k1 - 2 * i) * e1 - (k2 - 2 * j) * e2)
+            for i in range(k1 + 1)
+            for j in range(k2 + 1)
+        )
+    )  # fmt: skip
+    items = [
+        (sdp.ReportNoisyMax(epsilon=e1), k1),
+        (sdp.PureDP(e2), k2),
+        (sdp.Gaussian(1.0 / mu), 1),
+    ]
+    value = sdp.compose(items).delta(epsilon)
+    assert exact * (1 - 1e-12) <= value <= exact * (1 + 1e-9)

@@ -132,14 +132,16 @@ class Composition(Composed):
                 return exact.delta(e) <= d
             except (NotImplied, NumericalError):
                 continue
-        for _, g in self._needed():
-            if isinstance(g, str):
+        superseded: set[str] = set()
+        for a, g in self._needed():
+            if isinstance(g, str) or a.name in superseded:
                 continue
             try:
                 if g.delta(e) <= d:
                     return True
             except (NotImplied, NumericalError):
                 continue
+            superseded.update(a.supersedes)  # it answered (above d): those could only say more
         return False
 
     def _minimum(self, quantity: str, at: float, worst: float) -> float:
@@ -156,10 +158,18 @@ class Composition(Composed):
         needed = [(a, g) for a, g in self._needed() if a.name not in declined]
         cheap = [(a, g) for a, g in needed if not a.costly]
         costly = [(a, g) for a, g in needed if a.costly]
-        values = [r.value for r in self._rows(quantity, at, cheap) if r.value is not None]
+        rows = self._rows(quantity, at, cheap)
+        values = [r.value for r in rows if r.value is not None]
         best = min(values, default=worst)
-        for _, prepared in costly:
-            if isinstance(prepared, str):
+        # a costly analysis superseded by one that answered could only report more (Analysis)
+        superseded = {
+            name
+            for (a, _), r in zip(cheap, rows, strict=True)
+            if r.value is not None
+            for name in a.supersedes
+        }
+        for a, prepared in costly:
+            if isinstance(prepared, str) or a.name in superseded:
                 continue
             refinable = cast(Refinable, prepared)
             try:

@@ -25,7 +25,10 @@ class Analysis:
     names an analysis that is provably never worse whenever it applies; ε/δ queries then skip
     this one (``explain`` still lists every analysis). ``costly`` marks a refinable analysis
     (its result implements :class:`Refinable`): queries run it last and tell it the best value
-    so far, so it can stop refining once it provably cannot win.
+    so far, so it can stop refining once it provably cannot win. ``supersedes`` names costly
+    analyses that bound the same quantity (the exact composition of the same dominating pairs)
+    from above while this one brackets it to far finer accuracy: once this analysis answers a
+    query, they are skipped (they could only report more, up to this one's bracket width).
     """
 
     name: str
@@ -34,6 +37,7 @@ class Analysis:
     exact_for: Callable[[Items], bool] | None = None
     dominated_by: str | None = None
     costly: bool = False
+    supersedes: tuple[str, ...] = ()
 
 
 class Refinable(Protocol):
@@ -57,11 +61,12 @@ def analysis(
     exact_for: Callable[[Items], bool] | None = None,
     dominated_by: str | None = None,
     costly: bool = False,
+    supersedes: tuple[str, ...] = (),
 ) -> Callable[[Prepare], Prepare]:
     """Register a composition analysis (decorator); see :class:`Analysis` for the options."""
 
     def deco(fn: Prepare) -> Prepare:
-        _ANALYSES.append(Analysis(name, theorem, fn, exact_for, dominated_by, costly))
+        _ANALYSES.append(Analysis(name, theorem, fn, exact_for, dominated_by, costly, supersedes))
         return fn
 
     return deco

@@ -644,20 +644,27 @@ def _tight_with_density(items: Items) -> bool:
     "Zhu–Dong–Wang 2022 (δ from the characteristic function) + Abate–Whitt 1992 (Fourier-series "
     "inversion; aliasing errs upward): certified MGF inversion, exact to ~1e-11",
     exact_for=_tight_with_density,
+    supersedes=("pld",),
 )
 def _mgf(items: Items, adaptive: bool) -> Guarantee:
     from sharpdp.accounting import pld
 
     if all_gaussian(items):
         raise NotImplied("all items are Gaussian: their closed form (gdp) is exact")
-    if not _tight_with_density(items):
-        # valid for any pairs with closed-form characteristic functions, but only exact (and
-        # worth its cost) when the pairs are attained; elsewhere the PLD covers the same ground
+    for g, _ in items:
+        if not pld.supports(g):
+            raise NotImplied(f"no dominating pair is registered for {g!r}")
+    pairs = pld.composition._normalise_items(items)
+    # The inversion brackets the exact composition of the items' dominating pairs — the value
+    # the PLD analysis approaches from above — to ~1e-11 wherever it answers; it is exact for
+    # the items themselves when their pairs are attained (_tight_with_density). Otherwise
+    # (e.g. selection mechanisms, represented by the ε-RR pair) the other analyses still run.
+    if not invertible(pairs):
         raise NotImplied(
-            "run for Laplace, Gaussian, randomized response and (ε0, δ0)-DP items with a "
-            "Laplace or Gaussian among them"
+            "the inversion needs closed-form characteristic functions and a density part "
+            "(a Laplace or Gaussian item)"
         )
-    return _InversionGuarantee(pld.composition._normalise_items(items))
+    return _InversionGuarantee(pairs)
 
 
 @dataclass(frozen=True)
