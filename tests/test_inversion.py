@@ -239,7 +239,8 @@ def test_selection_items_are_inverted_and_the_pld_skipped() -> None:
     assert float(rr_gaussian_delta(0.1, 50, 2.0, eps)) <= 1e-6 * (1 + 1e-12)
     assert c.delta(eps) <= 1e-6
     prepared = c._cache["pld"]
-    assert not isinstance(prepared, str) and "_result" not in vars(prepared)
+    assert not isinstance(prepared, str)
+    assert "_result" not in vars(prepared)
     assert c.explain(delta=1e-6).winner.name == "mgf"  # explain still lists (and runs) the PLD
 
 

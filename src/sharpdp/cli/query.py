@@ -7,6 +7,7 @@ Examples::
     sharpdp query flights.csv mean dep_delay --bounds -30,150 --unit tailnum --privacy pure:0.2
     sharpdp query flights.csv sum dep_delay --bounds 0,3000 --clamp person --unit tailnum
     sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1 --explain
+    sharpdp query survey.csv count-by region --row-level --privacy pure:0.1   (one row per person)
 
 The budget is kept in ``--ledger`` (per ``--analyst``): the account's first query records
 ``--budget`` (default ``approx:1,1e-6``), later ones use the recorded budget unless ``--budget``
@@ -130,6 +131,9 @@ def query(
         str | None, typer.Argument(help="the column (count-by: several, comma-separated)")
     ] = None,
     unit: Annotated[str, typer.Option("--unit", help="the column that identifies a person")] = "",
+    row_level: Annotated[
+        bool, typer.Option("--row-level", help="each row is a person (instead of --unit)")
+    ] = False,
     privacy: Annotated[
         str, typer.Option(help="this query's privacy: pure:ε, approx:ε,δ, zcdp:ρ")
     ] = "pure:0.1",
@@ -165,8 +169,13 @@ def query(
 
     Example: sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1
     """
-    if not unit:
-        raise typer.BadParameter("--unit: name the column that identifies a person")
+    if not unit and not row_level:
+        raise typer.BadParameter(
+            "--unit: name the column that identifies a person (or pass --row-level if each row "
+            "is a different person)"
+        )
+    if unit and row_level:
+        raise typer.BadParameter("give --unit or --row-level, not both")
     if not 0.0 < level < 1.0:  # checked before anything is spent (NaN fails too)
         raise typer.BadParameter(f"--level: the confidence level must be in (0, 1), got {level!r}")
     options = {
@@ -182,7 +191,7 @@ def query(
     }
     session = sdp.data.Session(
         str(file),
-        privacy_unit=unit,
+        privacy_unit=unit or None,
         budget=_budget(budget, ledger, analyst),
         ledger=None if ledger is None else str(ledger),
         analyst=analyst,

@@ -21,6 +21,10 @@ of two data-dependent factors, so each person's keys are ordered by a permutatio
 the person and the salt. DuckDB and Spark compute the same h and break its (rare) ties by the key
 columns then the value, both ascending with NULLs last, so both engines keep identical rows. The hash
 only chooses *which* of a person's contributions to keep; privacy never depends on its quality.
+
+**Row-level privacy** (``unit=None``: each row is a person). A person then holds one row and one
+key, so every cap holds already and nothing is ranked or dropped: each function returns the rows
+themselves in its output's shape, and a grouped count is the engine's plain ``GROUP BY``.
 """
 
 from __future__ import annotations
@@ -164,7 +168,7 @@ def grid_position(value: Any, lower: float, upper: float, cells: int) -> Any:
 
 def kept_rows(
     table: Any,
-    unit: str,
+    unit: str | None,
     keys: Sequence[str],
     *,
     max_rows: int,
@@ -182,7 +186,7 @@ def kept_rows(
 
     Args:
         table: the Ibis table.
-        unit: the privacy-unit column.
+        unit: the privacy-unit column (``None``: each row is a person, every row kept).
         keys: the key columns (empty: one group).
         max_rows: rows per (person, key) kept.
         max_groups: keys per person kept (``None``: no cap).
@@ -191,6 +195,8 @@ def kept_rows(
     """
     ibis = _engine.ibis()
 
+    if unit is None:
+        return table.select(*keys, _sdp_v=value)
     cols: dict[str, Any] = {UNIT: table[unit]}
     for k in keys:
         cols[k] = table[k]
@@ -210,7 +216,7 @@ def kept_rows(
 
 def per_person_key(
     table: Any,
-    unit: str,
+    unit: str | None,
     keys: Sequence[str],
     *,
     max_rows: int,
@@ -222,7 +228,7 @@ def per_person_key(
 
     Args:
         table: the Ibis table.
-        unit: the privacy-unit column.
+        unit: the privacy-unit column (``None``: each row is a person and its own pair).
         keys: the key columns (empty: one group).
         max_rows: rows per (person, key) kept.
         max_groups: keys per person kept (``None``: no cap, for one group).
@@ -231,9 +237,16 @@ def per_person_key(
             kept rows are summed into ``total``.
 
     Returns:
-        A table with columns ``UNIT``, the key columns, ``rows`` and (with ``value``) ``total``.
+        A table with columns ``UNIT`` (not with ``unit=None``), the key columns, ``rows`` and
+        (with ``value``) ``total``.
     """
     ibis = _engine.ibis()
+
+    if unit is None:
+        one = ibis.literal(1, "int64")
+        if value is None:
+            return table.select(*keys, rows=one)
+        return table.select(*keys, rows=one, total=value.cast("int64"))
 
     cols: dict[str, Any] = {UNIT: table[unit]}
     for k in keys:
@@ -269,7 +282,7 @@ ROW_LIMIT = 2**31
 
 def per_person_total(
     table: Any,
-    unit: str,
+    unit: str | None,
     keys: Sequence[str],
     value: Any,
     *,
@@ -289,7 +302,7 @@ def per_person_total(
 
     Args:
         table: the Ibis table (rows with a NULL value already removed).
-        unit: the privacy-unit column.
+        unit: the privacy-unit column (``None``: each row is a person, its value clamped).
         keys: the key columns (empty: one group).
         value: the numeric value column (an Ibis expression over ``table``).
         grid: (step, L_g, U_g), the grid step and the bounds in grid steps.
@@ -300,10 +313,14 @@ def per_person_total(
 
     step, lo_g, hi_g = grid
     limit = ROW_LIMIT * step
+    on_grid = clamped_grid(value, -limit, limit, step)
+    if unit is None:
+        total = ibis.least(ibis.greatest(on_grid, lo_g), hi_g).cast("int64")
+        return table.select(*keys, rows=ibis.literal(1, "int64"), total=total)
     cols: dict[str, Any] = {UNIT: table[unit]}
     for k in keys:
         cols[k] = table[k]
-    cols["_sdp_v"] = clamped_grid(value, -limit, limit, step)
+    cols["_sdp_v"] = on_grid
     part = [UNIT, *keys]
     sums = (
         table.select(**cols)

@@ -268,7 +268,8 @@ def cell_table(
             with _engine.quiet():
                 values = ibis.memtable(arrow.table({c: list(domains[c])}))
             t = t.semi_join(values, c)
-    cols: dict[str, Any] = {query.privacy_unit: t[query.privacy_unit]}
+    unit = query.privacy_unit
+    cols: dict[str, Any] = {} if unit is None else {unit: t[unit]}
     for c in workload.columns:
         dom = workload.domain(c)
         if isinstance(dom, Bins):
@@ -280,7 +281,7 @@ def cell_table(
     rows = t.select(**cols)
     pairs = _bounding.per_person_key(
         rows,
-        query.privacy_unit,
+        unit,
         workload.columns,
         max_rows=1,
         max_groups=max_rows,

@@ -65,6 +65,19 @@ class Bounding:
     key: str = "key"
 
     def __str__(self) -> str:
+        return self.describe(row_level=False)
+
+    def describe(self, row_level: bool) -> str:
+        """The bounds in words; with ``row_level`` (each row is a person) there is nothing to
+        keep or drop, only values to clamp."""
+        if row_level:
+            parts = ["each row is one person: one row and one key each, nothing dropped"]
+            if self.clamp is not None:
+                lo, hi = self.clamp
+                parts.append(f"values clamped per row to [{exact(lo)}, {exact(hi)}]")
+            if self.step is not None and self.step != 1.0:
+                parts.append(f"rounded to multiples of {exact(self.step)}")
+            return "; ".join(parts)
         parts = []
         if self.key != "key":
             parts.append(f"≤ {self.max_groups} {self.key}(s) per person")
@@ -168,7 +181,7 @@ class Explanation:
     Attributes:
         query: the query, in words.
         engine: the engine that will run it.
-        privacy_unit: the column protected.
+        privacy_unit: the column protected (``None``: each row is a person).
         bounding: the declared contribution bounds.
         statistics: each noisy statistic or selection.
         charge: the item given to ``Accountant.spend`` and its count.
@@ -184,7 +197,7 @@ class Explanation:
 
     query: str
     engine: str
-    privacy_unit: str
+    privacy_unit: str | None
     bounding: Bounding
     statistics: tuple[Statistic, ...]
     charge: tuple[sdp.Guarantee, int]
@@ -202,7 +215,7 @@ class Explanation:
         currency = "ρ" if isinstance(self.budget, sdp.ZCDP) else "ε"
         at = f" at δ = {exact(self.budget.delta_)}" if isinstance(self.budget, sdp.ApproxDP) else ""
         item, count = self.charge
-        parts = [("bounding", str(self.bounding))]
+        parts = [("bounding", self.bounding.describe(self.privacy_unit is None))]
         parts += [(s.name, f"{s._summary()} ({s.route})") for s in self.statistics]
         parts += [("", n) for n in self.notes]
         parts.append(("charge", repr(item) + (f" × {count}" if count != 1 else "")))
@@ -218,10 +231,11 @@ class Explanation:
         return parts
 
     def _head(self) -> str:
-        return f"{self.query}  [engine: {self.engine}; privacy unit: {self.privacy_unit!r}]"
+        unit = "each row" if self.privacy_unit is None else repr(self.privacy_unit)
+        return f"{self.query}  [engine: {self.engine}; privacy unit: {unit}]"
 
     def __str__(self) -> str:
-        lines = [self._head(), f"  bounding: {self.bounding}"]
+        lines = [self._head(), f"  bounding: {self.bounding.describe(self.privacy_unit is None)}"]
         lines += [f"  {s.describe()}" for s in self.statistics]
         lines += [f"  {n}" for n in self.notes]
         for label, text in self._parts()[-3:]:  # charge, cost, budget
@@ -279,7 +293,7 @@ class Query(ABC):
         description: the query in words.
         source: the engine and table (not compared).
         accountant: the session's accountant (not compared).
-        privacy_unit: the protected column.
+        privacy_unit: the protected column (``None``: each row is a person).
         bounding: the contribution bounds.
         statistics: the noisy statistics and selections, in charge order.
         notes: extra lines for ``explain()``.
@@ -288,7 +302,7 @@ class Query(ABC):
     description: str
     source: Source = field(repr=False, compare=False)
     accountant: sdp.Accountant = field(repr=False, compare=False)
-    privacy_unit: str
+    privacy_unit: str | None
     bounding: Bounding
     statistics: tuple[Statistic, ...]
     notes: tuple[str, ...] = ()

@@ -165,6 +165,12 @@ class Session:
     ``privacy=`` target with the sensitivities the bounds imply, and its cost is spent through a
     durable :class:`sharpdp.Accountant` before anything is released.
 
+    **Row-level privacy** (``privacy_unit=None``): each row is one person, so neighbouring tables
+    differ in one row. Every person then contributes exactly one row and one key, so every query's
+    caps are 1 whatever is declared (``explain()`` shows them), and no bounding runs in the
+    engine: a count is the engine's plain ``GROUP BY``. Use it only when no person has several
+    rows; otherwise name the column that identifies persons.
+
     **NULL privacy units** are refused by default (``InvalidParameter`` naming ``privacy_unit``):
     a NULL row belongs to no identifiable person, and treating all NULLs as one person would be
     *unsafe* (a person's NULL rows would change a second "person", doubling the sensitivity).
@@ -175,7 +181,8 @@ class Session:
     Args:
         table: a ``.csv``/``.parquet`` path, a pandas/Polars DataFrame, a PyArrow table (run on an
             embedded in-memory DuckDB), or an Ibis table (run on its own backend, e.g. PySpark).
-        privacy_unit: the column identifying a person.
+        privacy_unit: the column identifying a person, or ``None``: each row is a person
+            (row-level privacy, see above).
         budget: ``sdp.PureDP``, ``sdp.ApproxDP`` or ``sdp.ZCDP`` (enforced by the accountant); it
             lives in the ledger: the account's first session records it, later ones must pass
             the same budget (else ``sdp.LedgerError``) or ``None`` to use the recorded one.
@@ -204,7 +211,7 @@ class Session:
     def __init__(
         self,
         table: object,
-        privacy_unit: str,
+        privacy_unit: str | None,
         budget: sdp.Guarantee | None,
         ledger: str | os.PathLike[str] | Ledger | None = None,
         analyst: str = "default",
@@ -223,13 +230,13 @@ class Session:
         if seed is not None:
             seed = _validate.integer("seed", seed, minimum=0)
         source = _engine.open_table(table, engine)
-        _engine.check_columns(source.table, "privacy_unit", (privacy_unit,))
+        if privacy_unit is not None:
+            _engine.check_columns(source.table, "privacy_unit", (privacy_unit,))
         if _bounding.UNIT in source.table.columns:
             raise InvalidParameter(f"table: the column name {_bounding.UNIT!r} is reserved")
         t = source.table
-        stats = _engine.execute(
-            source.backend, t.aggregate(rows=t.count(), nulls=t[privacy_unit].isnull().sum())
-        )
+        unit_nulls = t[privacy_unit].isnull().sum() if privacy_unit is not None else 0
+        stats = _engine.execute(source.backend, t.aggregate(rows=t.count(), nulls=unit_nulls))
         rows = int(stats["rows"].iloc[0])
         nulls = stats["nulls"].iloc[0]
         nulls = 0 if pd.isna(nulls) else int(nulls)
@@ -241,6 +248,7 @@ class Session:
                 "cannot be protected as anyone's: clean them, or pass null_units='drop'"
             )
         if nulls:
+            assert privacy_unit is not None
             t = t.filter(t[privacy_unit].notnull())
             source = _engine.Source(t, source.backend, source.engine)
         self._source = source
@@ -259,8 +267,8 @@ class Session:
         return self._accountant
 
     @property
-    def privacy_unit(self) -> str:
-        """The protected column."""
+    def privacy_unit(self) -> str | None:
+        """The column identifying a person, or ``None`` when each row is a person."""
         return self._unit
 
     @property
@@ -308,7 +316,7 @@ class Session:
 
     def _check(self, parameter: str, columns: tuple[str, ...]) -> None:
         _engine.check_columns(self._source.table, parameter, columns)
-        if self._unit in columns:
+        if self._unit is not None and self._unit in columns:
             raise InvalidParameter(f"{parameter} must not be the privacy unit {self._unit!r}")
 
     def _numeric(self, column: str, purpose: str = "to sum") -> bool:
@@ -345,11 +353,13 @@ class Session:
         return step, lo_g, hi_g
 
     def _caps(self, max_rows: object, max_groups: object) -> tuple[int, int]:
-        """The query's caps, the session's defaults where not given."""
-        return (
+        """The query's caps, the session's defaults where not given; (1, 1) with row-level
+        privacy (a person is one row: one row, one key), once the given ones are validated."""
+        caps = (
             self._max_rows if max_rows is None else _validate.integer("max_rows", max_rows),
             self._max_groups if max_groups is None else _validate.integer("max_groups", max_groups),
         )
+        return (1, 1) if self._unit is None else caps
 
     def _by(
         self,
