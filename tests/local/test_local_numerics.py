@@ -14,16 +14,20 @@ import sharpdp as sdp
 SCHEMES = ["rr", "oue", "hadamard"]
 
 
+def _mp_pq(eps: float, k: int) -> dict[str, tuple[mp.mpf, mp.mpf]]:
+    """(p*, q*) of each scheme, written from the papers' definitions (call inside mp.workdps)."""
+    e = mp.exp(mp.mpf(eps))
+    return {
+        "rr": (e / (e + k - 1), 1 / (e + k - 1)),
+        "oue": (mp.mpf(1) / 2, 1 / (e + 1)),
+        "hadamard": (e / (e + 1), mp.mpf(1) / 2),
+    }
+
+
 def _mp_null_variances(eps: float, k: int) -> dict[str, mp.mpf]:
-    """n·Var f̂_j at f_j = 0, from p*, q* written from the papers' definitions."""
+    """n·Var f̂_j at f_j = 0, from p*, q*."""
     with mp.workdps(60):
-        e = mp.exp(mp.mpf(eps))
-        pq = {
-            "rr": (e / (e + k - 1), 1 / (e + k - 1)),
-            "oue": (mp.mpf(1) / 2, 1 / (e + 1)),
-            "hadamard": (e / (e + 1), mp.mpf(1) / 2),
-        }
-        return {s: q * (1 - q) / (p - q) ** 2 for s, (p, q) in pq.items()}
+        return {s: q * (1 - q) / (p - q) ** 2 for s, (p, q) in _mp_pq(eps, k).items()}
 
 
 @pytest.mark.parametrize("eps", [1e-6, 0.01, 0.5, 1.0, 1.0986, 2.0, 3.0, 7.5, 50.0])
@@ -66,13 +70,7 @@ def test_small_epsilon_variances_match_mpmath() -> None:
     eps, k = 1e-6, 4
     f = np.array([0.4, 0.3, 0.3, 0.0])
     with mp.workdps(60):
-        e = mp.exp(mp.mpf(eps))
-        pq = {
-            "rr": (e / (e + k - 1), 1 / (e + k - 1)),
-            "oue": (mp.mpf(1) / 2, 1 / (e + 1)),
-            "hadamard": (e / (e + 1), mp.mpf(1) / 2),
-        }
-        for scheme, (p, q) in pq.items():
+        for scheme, (p, q) in _mp_pq(eps, k).items():
             r = sdp.local.Reports(scheme, eps, k, _one_report(scheme, k), 1)
             got = sdp.local.estimate(r, epsilon=eps, categories=k).variance_at(f)  # n = 1
             for j in range(k):

@@ -651,10 +651,7 @@ def _mgf(items: Items, adaptive: bool) -> Guarantee:
 
     if all_gaussian(items):
         raise NotImplied("all items are Gaussian: their closed form (gdp) is exact")
-    for g, _ in items:
-        if not pld.supports(g):
-            raise NotImplied(f"no dominating pair is registered for {g!r}")
-    pairs = pld.composition._normalise_items(items)
+    pairs = pld.composition._normalise_items(items)  # NotImplied names an item without a pair
     # The inversion brackets the exact composition of the items' dominating pairs — the value
     # the PLD analysis approaches from above — to ~1e-11 wherever it answers; it is exact for
     # the items themselves when their pairs are attained (_tight_with_density). Otherwise
