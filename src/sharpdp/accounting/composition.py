@@ -94,9 +94,17 @@ class Composition(Composed):
         self, quantity: str, at: float, prepared: list[tuple[Analysis, Guarantee | str]]
     ) -> tuple[Row, ...]:
         rows = []
+        superseded: dict[str, str] = {}  # name → the analysis that answered first (Analysis)
         for a, g in prepared:
             if isinstance(g, str):
                 rows.append(Row(a.name, a.theorem, None, g))
+                continue
+            if a.name in superseded:
+                note = (
+                    f"not run: {superseded[a.name]} answered, bracketing the same exact "
+                    "composition at least as narrowly"
+                )
+                rows.append(Row(a.name, a.theorem, None, note))
                 continue
             try:
                 value = g.epsilon(at) if quantity == "epsilon" else g.delta(at)
@@ -104,6 +112,8 @@ class Composition(Composed):
                 rows.append(Row(a.name, a.theorem, None, str(err)))
                 continue
             rows.append(Row(a.name, a.theorem, value))
+            for name in a.supersedes:
+                superseded.setdefault(name, a.name)
         return tuple(rows)
 
     def explain(self, delta: float | None = None, epsilon: float | None = None) -> Explanation:

@@ -27,8 +27,10 @@ class Analysis:
     (its result implements :class:`Refinable`): queries run it last and tell it the best value
     so far, so it can stop refining once it provably cannot win. ``supersedes`` names costly
     analyses that bound the same quantity (the exact composition of the same dominating pairs)
-    from above while this one brackets it to far finer accuracy: once this analysis answers a
-    query, they are skipped (they could only report more, up to this one's bracket width).
+    from above while this one brackets it at least as narrowly (within the composition's
+    accuracy): once this analysis answers a query, they are skipped — by queries and by
+    ``explain``, which says so — since they could only improve on it by less than the accuracy
+    promised (exact ≤ value ≤ exact·(1 + accuracy) holds either way).
     """
 
     name: str

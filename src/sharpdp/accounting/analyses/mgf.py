@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, cast
 
@@ -45,7 +46,15 @@ import numpy as np
 import numpy.typing as npt
 
 from sharpdp.accounting._items import Items, all_gaussian, is_gaussian
-from sharpdp.accounting.pld.pairs import DominatingPair, LaplacePair, laplace_log_mgfs
+from sharpdp.accounting.pld.pairs import (
+    DominatingPair,
+    FinitePair,
+    LaplacePair,
+    finite_log_mgfs,
+    finite_tilted_cfs,
+    laplace_log_mgfs,
+    laplace_tilted_cfs,
+)
 from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied, NumericalError
 from sharpdp.guarantees import ApproxDP, Guarantee
@@ -139,22 +148,32 @@ class Inversion:
         """K(a) = Σ c·log-MGF(a), summed in the items' order. The Laplace items' terms come from
         one vectorised call (:func:`~sharpdp.accounting.pld.pairs.laplace_log_mgfs`, of which
         :meth:`LaplacePair.log_mgf` is the one-row case: the same values as computed per pair)."""
+        out = np.zeros_like(a)
+        for row, (_, c) in zip(self._k_rows(a), self.items, strict=True):
+            out += c * row
+        return out
+
+    def _k_abs(self, a: float) -> float:
+        """Σ c |log-MGF| at a (scales the rounding error of K(a))."""
+        rows = self._k_rows(np.array([a]))
+        return float(
+            sum(c * abs(float(row[0])) for row, (_, c) in zip(rows, self.items, strict=True))
+        )
+
+    def _k_rows(self, a: FloatArray) -> list[FloatArray]:
+        """Each item's log-MGF at ``a`` (the Laplace items' from one vectorised call)."""
         laplace = [i for i, (p, _) in enumerate(self.items) if type(p) is LaplacePair]
         rows: dict[int, FloatArray] = {}
         if laplace:
             eps0 = np.array([cast(LaplacePair, self.items[i][0]).epsilon0 for i in laplace])
             values = laplace_log_mgfs(eps0, np.asarray(a, dtype=np.float64).reshape(-1))
             rows = {i: values[j].reshape(np.shape(a)) for j, i in enumerate(laplace)}
-        out = np.zeros_like(a)
-        for i, (p, c) in enumerate(self.items):
-            row = rows.get(i)
-            out += c * (p.log_mgf(a) if row is None else row)
-        return out
-
-    def _k_abs(self, a: float) -> float:
-        """Σ c |log-MGF| at a (scales the rounding error of K(a))."""
-        x = np.array([a])
-        return float(sum(c * abs(float(p.log_mgf(x)[0])) for p, c in self.items))
+        finite = [i for i, (p, _) in enumerate(self.items) if _small_finite(p)]
+        if len(finite) > 1:
+            pairs = [cast(FinitePair, self.items[i][0]) for i in finite]
+            values = finite_log_mgfs(pairs, np.asarray(a, dtype=np.float64).reshape(-1))
+            rows.update({i: values[j].reshape(np.shape(a)) for j, i in enumerate(finite)})
+        return [rows[i] if i in rows else p.log_mgf(a) for i, (p, _) in enumerate(self.items)]
 
     def _saddle(self, epsilon: float) -> tuple[float, float, float]:
         """(a, K(a), K''(a)) minimising K(a) − aε − log(a(a + 1)) (a convex function), found on
@@ -298,29 +317,7 @@ class Inversion:
             pair, count = self.items[0]
             assert isinstance(pair, LaplacePair)
             return _split_terms(pair, count, r0, a, om)
-        log_phi = np.zeros(om.size, dtype=np.complex128)
-        log_hi = np.zeros(om.size)
-        log_lo = np.zeros(om.size)
-        abs_log = np.zeros(om.size)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            for p, c in self.items:
-                cf = p.tilted_cf(a, om)
-                if cf is None:  # pragma: no cover - checked by invertible()
-                    raise NotImplied(f"{p!r} has no closed-form characteristic function")
-                phi, err = cf
-                mag = np.abs(phi)
-                lp = np.log(phi)
-                log_phi += c * lp
-                abs_log += c * np.abs(lp)
-                log_hi += c * np.log(mag + 2.0 * err)
-                log_lo += c * np.log(np.maximum(mag - err, 0.0))
-        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-            phi = np.where(np.isfinite(log_phi.real), np.exp(log_phi), 0.0)
-            # Π(|φ̃_i| + 2e_i)^{c_i} − Π(|φ̃_i| − e_i)_+^{c_i} bounds the propagated input error;
-            # the sum of c_i log φ̃_i and its exp add ~u per unit of |exponent| per group
-            spread = np.exp(log_hi) - np.exp(log_lo)
-        rel = 8.0 * U * (len(self.items) + 4.0) * (1.0 + abs_log)
-        return phi, spread + np.abs(phi) * rel
+        return _finish(_log_cf_terms(self.items, a, om), len(self.items))
 
     def _evaluate(
         self, epsilon: float, planned: tuple[int, _Plan] | None = None
@@ -382,16 +379,18 @@ class Inversion:
         alias += 2.0 * math.exp(min(float(kt.min()), 700.0)) if kt.size else math.inf
         core_lo = total - tail - rounding - alias
         lower = self.inf_mass_lo + max(0.0, closed - closed_err)
-        lower += max(0.0, math.exp(log_pre - k_err - self.slack) * core_lo)
+        if core_lo > 0.0:  # (a negative core would only overflow the product: no lower end)
+            lower += math.exp(log_pre - k_err - self.slack) * float(core_lo)
         return lower, min(1.0, upper * (1.0 + 4.0 * U)), a
 
     def delta(self, epsilon: float) -> float:
         """A certified upper bound on δ(ε), within about the tolerance of the exact value."""
         return self.delta_bracket(epsilon)[1]
 
-    def epsilon(self, delta: float) -> float:
+    def epsilon(self, delta: float, start: float | None = None) -> float:
         """A certified ε with δ(ε) ≤ ``delta``: the root of the upper bound, found by Newton
-        steps on log δ (d log δ/dε ≈ −a at the saddle point), then checked."""
+        steps on log δ (d log δ/dε ≈ −a at the saddle point), then checked. The steps start at
+        ``start`` if given (a better guess saves re-planning), else at a saddle-point estimate."""
         if delta <= self.inf_mass_hi:
             raise NotImplied(
                 f"δ = {delta!r} is not above the mass at infinity {self.inf_mass_hi!r}"
@@ -401,7 +400,7 @@ class Inversion:
         target = math.log(delta - self.inf_mass_hi)
         # Newton steps on the upper bound, kept inside a bracket [lo, hi] (δ_hi(lo) > δ ≥ δ_hi(hi))
         lo, hi = 0.0, self.max_loss
-        eps = min(self._guess(delta), hi)
+        eps = min(self._guess(delta) if start is None else max(start, 0.0), hi)
         prev: tuple[float, float] | None = None
         planned: tuple[int, _Plan] | None = None
         hi_plan: tuple[int, _Plan] | None = None
@@ -468,6 +467,133 @@ class Inversion:
         if below.size == 0:
             return max(0.0, float(np.nanmax(np.where(ok, eps, 0.0))))
         return max(0.0, float(eps[below[0]]))
+
+
+def _log_cf_terms(
+    items: tuple[tuple[DominatingPair, int], ...], a: float, om: FloatArray
+) -> tuple[ComplexArray, FloatArray, FloatArray, FloatArray]:
+    """Σ c·log φ_i(ω) of the tilted pairs, with what its error bound needs: Σ c·log(|φ̃_i| + 2e_i),
+    Σ c·log(|φ̃_i| − e_i)_+ and Σ c·|log φ̃_i| (see :func:`_finish`)."""
+    log_phi = np.zeros(om.size, dtype=np.complex128)
+    log_hi = np.zeros(om.size)
+    log_lo = np.zeros(om.size)
+    abs_log = np.zeros(om.size)
+    laplace = [(p, c) for p, c in items if type(p) is LaplacePair]
+    if len(laplace) > 1:
+        _laplace_terms(laplace, a, om, (log_phi, log_hi, log_lo, abs_log))
+        items = tuple((p, c) for p, c in items if type(p) is not LaplacePair)
+    finite = [(p, c) for p, c in items if _small_finite(p)]
+    if len(finite) > 1:
+        _finite_terms(finite, a, om, (log_phi, log_hi, log_lo, abs_log))
+        items = tuple((p, c) for p, c in items if not _small_finite(p))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for p, c in items:
+            cf = p.tilted_cf(a, om)
+            if cf is None:  # pragma: no cover - checked by invertible()
+                raise NotImplied(f"{p!r} has no closed-form characteristic function")
+            phi, err = cf
+            mag = np.abs(phi)
+            lp = np.log(phi)
+            log_phi += c * lp
+            abs_log += c * np.abs(lp)
+            log_hi += c * np.log(mag + 2.0 * err)
+            log_lo += c * np.log(np.maximum(mag - err, 0.0))
+    return log_phi, log_hi, log_lo, abs_log
+
+
+def _laplace_terms(
+    laplace: Sequence[tuple[DominatingPair, int]],
+    a: float,
+    om: FloatArray,
+    out: tuple[ComplexArray, FloatArray, FloatArray, FloatArray],
+) -> None:
+    """Add the Laplace pairs' terms to the accumulators ``out`` of :func:`_log_cf_terms`, from one
+    vectorised evaluation (:func:`~sharpdp.accounting.pld.pairs.laplace_tilted_cfs`). With
+    r = e/|φ̃| the bounds use log(|φ̃| + 2e) ≤ log|φ̃| + 2r and log(|φ̃| − e) ≥ log|φ̃| − r/(1 − r)
+    (r < 1), and |log φ̃| ≤ |log|φ̃|| + |arg φ̃|: no logarithm of the perturbed magnitudes."""
+    # in blocks of pairs, so that each block's arrays stay near 2^20 entries
+    rows = max(1, (1 << 20) // max(om.size, 1))
+    for start in range(0, len(laplace), rows):
+        _laplace_block(laplace[start : start + rows], a, om, out)
+
+
+def _laplace_block(
+    laplace: Sequence[tuple[DominatingPair, int]],
+    a: float,
+    om: FloatArray,
+    out: tuple[ComplexArray, FloatArray, FloatArray, FloatArray],
+) -> None:
+    eps0 = np.array([cast(LaplacePair, p).epsilon0 for p, _ in laplace])
+    counts = np.array([float(c) for _, c in laplace])[:, None]
+    re, im, err = laplace_tilted_cfs(eps0, a, om)
+    _accumulate(re, im, err, counts, out)
+
+
+def _small_finite(pair: DominatingPair) -> bool:
+    """A finite pair of at most 16 atoms and no unlisted tails (vectorised with its likes)."""
+    return (
+        type(pair) is FinitePair
+        and pair.tail_low == 0.0
+        and pair.tail_high == 0.0
+        and len(pair.losses) <= 16
+    )
+
+
+def _finite_terms(
+    finite: Sequence[tuple[DominatingPair, int]],
+    a: float,
+    om: FloatArray,
+    out: tuple[ComplexArray, FloatArray, FloatArray, FloatArray],
+) -> None:
+    """:func:`_laplace_terms` for small finite pairs
+    (:func:`~sharpdp.accounting.pld.pairs.finite_tilted_cfs`), in blocks of pairs."""
+    atoms = max(len(cast(FinitePair, p).losses) for p, _ in finite)
+    rows = max(1, (1 << 20) // max(om.size * atoms, 1))
+    for start in range(0, len(finite), rows):
+        block = finite[start : start + rows]
+        phi, err = finite_tilted_cfs([cast(FinitePair, p) for p, _ in block], a, om)
+        counts = np.array([float(c) for _, c in block])[:, None]
+        _accumulate(phi.real, phi.imag, err, counts, out)
+
+
+def _accumulate(
+    re: FloatArray,
+    im: FloatArray,
+    err: FloatArray,
+    counts: FloatArray,
+    out: tuple[ComplexArray, FloatArray, FloatArray, FloatArray],
+) -> None:
+    """Add Σ_rows c·log φ (φ = re + i·im, each row one pair) and its bound terms to ``out``."""
+    log_phi, log_hi, log_lo, abs_log = out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mag = np.hypot(re, im)
+        log_mag = np.log(mag)
+        angle = np.arctan2(im, re)
+        r = err / mag
+        hi = np.where(mag > 0.0, log_mag + 2.0 * r, np.log(2.0 * err))
+        lo = np.where(r < 1.0, log_mag - r / (1.0 - r), -np.inf)
+    log_phi += (counts * log_mag).sum(axis=0) + 1j * (counts * angle).sum(axis=0)
+    abs_log += (counts * (np.abs(log_mag) + np.abs(angle))).sum(axis=0)
+    log_hi += (counts * hi).sum(axis=0)
+    log_lo += (counts * lo).sum(axis=0)
+
+
+def _finish(
+    terms: tuple[ComplexArray, FloatArray, FloatArray, FloatArray], groups: int
+) -> tuple[ComplexArray, FloatArray]:
+    """φ = exp(Σ c·log φ_i) and a bound on its error, from :func:`_log_cf_terms` over ``groups``
+    pairs."""
+    log_phi, log_hi, log_lo, abs_log = terms
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        phi = np.where(np.isfinite(log_phi.real), np.exp(log_phi), 0.0)
+        # Π(|φ̃_i| + 2e_i)^{c_i} − Π(|φ̃_i| − e_i)_+^{c_i} bounds the propagated input error;
+        # the sum of c_i log φ̃_i and its exp add ~u per unit of |exponent| per group
+        spread = np.exp(log_hi) - np.exp(log_lo)
+        rel = 8.0 * U * (groups + 4.0) * (1.0 + abs_log)
+        mag = np.abs(phi)
+        # φ computed as 0 (a log of −inf, or an underflow): the spread already bounds |φ|
+        rounding = np.where(mag > 0.0, mag * rel, 0.0)
+    return phi, spread + rounding
 
 
 # -- one Laplace group: the binomial split ------------------------------------------------------
