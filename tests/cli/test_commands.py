@@ -190,7 +190,8 @@ def test_compose_prints_every_bound_rounded_up(plan: Path) -> None:
     shown = printed(r"ε = ([0-9.e-]+) at δ", result.stdout)
     assert value <= shown <= value * (1 + 1e-3)
     assert "pld" in result.stdout  # the table, with theorems
-    assert "Doroshenko" in result.stdout
+    assert "Zhu–Dong–Wang" in result.stdout
+    assert "not run: mgf answered" in result.stdout  # the PLD is superseded, and says so
 
 
 @pytest.mark.parametrize(

@@ -104,7 +104,7 @@ def test_profile_of_a_plan_writes_an_svg(tmp_path: Path, drawn: list[Figure], su
     np.testing.assert_array_equal(lines(fig)["sharpest"].get_ydata(), winners)
     # each analysis' line is an element of the SVG, named by its gid
     ids = {el.get("id") for el in root.iter()}
-    assert {"sharpest", "rdp", "pld"} <= ids
+    assert {"sharpest", "rdp", "mgf"} <= ids  # (the PLD is superseded by mgf: not drawn)
 
 
 def test_renyi_and_budget(tmp_path: Path, drawn: list[Figure]) -> None:

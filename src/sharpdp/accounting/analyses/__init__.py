@@ -7,6 +7,6 @@ and import it below: the import order is the order in which analyses are tried a
 costly, refinable PLD last).
 """
 
-from sharpdp.accounting.analyses import gdp, mgf, smoothed, kov, ddr20, rdp, approx_rdp, zcdp, basic, pld  # noqa: I001
+from sharpdp.accounting.analyses import gdp, mgf, kov, ddr20, rdp, approx_rdp, zcdp, basic, smoothed, pld  # noqa: I001
 
 __all__ = ["approx_rdp", "basic", "ddr20", "gdp", "kov", "mgf", "pld", "rdp", "smoothed", "zcdp"]
