@@ -226,3 +226,44 @@ def test_compositions_of_many_items_with_a_laplace_keep_the_accuracy_promise(
     exact = _exact_delta_with_laplace(items, laplace, at)
     value = c.delta(at)
     assert exact * (1 - 1e-12) <= value <= exact * (1 + 1e-4)
+
+
+def _laplace_cf_mp(eps0: float, a: float, omega: float) -> mp.mpc:
+    """E[e^{(a + iω)L}]/E[e^{aL}] of the Laplace pair's loss under P, in mpmath: atoms
+    (1/2)e^{sε0} and (1/2)e^{−ε0}e^{−sε0}, density (1/4)e^{(l − ε0)/2} on (−ε0, ε0)."""
+    e0 = mp.mpf(eps0)
+
+    def mgf(s: mp.mpc) -> mp.mpc:
+        c = s + mp.mpf(1) / 2
+        dens = mp.exp(-e0 / 2) / 4 * (mp.exp(c * e0) - mp.exp(-c * e0)) / c
+        return mp.exp(s * e0) / 2 + mp.exp(-e0) * mp.exp(-s * e0) / 2 + dens
+
+    return mgf(mp.mpc(a, omega)) / mgf(mp.mpf(a))
+
+
+@pytest.mark.parametrize("a", [0.5, 7.0, 40.0])
+def test_vectorised_characteristic_functions_are_within_their_error_bounds(a: float) -> None:
+    from sharpdp.accounting.pld.pairs import (
+        finite_tilted_cfs,
+        laplace_tilted_cfs,
+        randomized_response_pair,
+    )
+
+    omega = np.array([0.0, 0.3, 7.0, 123.4, 2.5e3, 4.1e4])
+    eps0 = np.array([0.004, 0.09, 0.7, 2.3])
+    re, im, err = laplace_tilted_cfs(eps0, a, omega)
+    for i, e0 in enumerate(eps0):
+        for j, w in enumerate(omega):
+            exact = _laplace_cf_mp(float(e0), a, float(w))
+            assert abs(mp.mpc(re[i, j], im[i, j]) - exact) <= err[i, j], (e0, w)
+    pairs = [randomized_response_pair(float(e), 2) for e in eps0]
+    phi, err = finite_tilted_cfs(pairs, a, omega)
+    for i, p in enumerate(pairs):
+        weights = [
+            mp.mpf(m) * mp.exp(a * mp.mpf(x)) for x, m in zip(p.losses, p.masses, strict=True)
+        ]
+        for j, w in enumerate(omega):
+            exact = mp.fsum(
+                wt * mp.expj(mp.mpf(w) * mp.mpf(x)) for wt, x in zip(weights, p.losses, strict=True)
+            ) / mp.fsum(weights)
+            assert abs(mp.mpc(phi[i, j].real, phi[i, j].imag) - exact) <= err[i, j], (p, w)
