@@ -117,6 +117,9 @@ class Inversion:
         tolerance: relative accuracy aimed at for δ (the bracket's width is certified anyway).
     """
 
+    #: Most trapezoid nodes of one plan (:data:`MAX_NODES`; subclasses may allow more).
+    max_nodes: int = MAX_NODES
+
     def __init__(
         self, items: tuple[tuple[DominatingPair, int], ...], tolerance: float = DEFAULT_TOLERANCE
     ) -> None:
@@ -250,19 +253,19 @@ class Inversion:
         def enough(m: int) -> bool:
             return self._envelope(a, (m + 1) * d_omega, r0) / m <= goal
 
-        if not enough(MAX_NODES):
+        if not enough(self.max_nodes):
             raise NotImplied(
                 "the loss law is too close to atomic for the inversion (its characteristic "
-                f"function does not decay within {MAX_NODES} nodes)"
+                f"function does not decay within {self.max_nodes} nodes)"
             )
         lo = n // 2
         while not enough(n):
             lo = n
             n *= 2
-            if n > MAX_NODES:
+            if n > self.max_nodes:
                 raise NotImplied(
                     "the loss law is too close to atomic for the inversion (its characteristic "
-                    f"function does not decay within {MAX_NODES} nodes)"
+                    f"function does not decay within {self.max_nodes} nodes)"
                 )
         while n - lo > max(16, n // 16):  # the bound is decreasing in N: bisect (to ~6%)
             mid = (lo + n) // 2

@@ -115,6 +115,9 @@ class SmoothedInversion(Inversion):
         mu: the smoothing pair's μ > 0.
     """
 
+    #: The Gaussian factor bounds the nodes (about 5/(μΔω)); the work is capped by _MAX_WORK.
+    max_nodes = 1 << 18
+
     def __init__(
         self, pairs: tuple[tuple[DominatingPair, int], ...], mu: float, tolerance: float = 1e-7
     ) -> None:
