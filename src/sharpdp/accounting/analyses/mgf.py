@@ -554,9 +554,9 @@ def _finite_terms(
     rows = max(1, (1 << 20) // max(om.size * atoms, 1))
     for start in range(0, len(finite), rows):
         block = finite[start : start + rows]
-        phi, err = finite_tilted_cfs([cast(FinitePair, p) for p, _ in block], a, om)
+        re, im, err = finite_tilted_cfs([cast(FinitePair, p) for p, _ in block], a, om)
         counts = np.array([float(c) for _, c in block])[:, None]
-        _accumulate(phi.real, phi.imag, err, counts, out)
+        _accumulate(re, im, err, counts, out)
 
 
 def _accumulate(
@@ -568,17 +568,21 @@ def _accumulate(
 ) -> None:
     """Add Σ_rows c·log φ (φ = re + i·im, each row one pair) and its bound terms to ``out``."""
     log_phi, log_hi, log_lo, abs_log = out
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mag = np.hypot(re, im)
         log_mag = np.log(mag)
         angle = np.arctan2(im, re)
         r = err / mag
-        hi = np.where(mag > 0.0, log_mag + 2.0 * r, np.log(2.0 * err))
-        lo = np.where(r < 1.0, log_mag - r / (1.0 - r), -np.inf)
-    log_phi += (counts * log_mag).sum(axis=0) + 1j * (counts * angle).sum(axis=0)
-    abs_log += (counts * (np.abs(log_mag) + np.abs(angle))).sum(axis=0)
-    log_hi += (counts * hi).sum(axis=0)
-    log_lo += (counts * lo).sum(axis=0)
+        hi = log_mag + 2.0 * r
+        if not mag.all():  # a zero magnitude: log(|φ̃| + 2e) = log(2e) there
+            hi = np.where(mag > 0.0, hi, np.log(2.0 * err))
+        lo = log_mag - r / (1.0 - r)
+        if not (r < 1.0).all():  # the error may reach |φ̃|: no lower magnitude there
+            lo = np.where(r < 1.0, lo, -np.inf)
+        log_phi += (counts * log_mag).sum(axis=0) + 1j * (counts * angle).sum(axis=0)
+        abs_log += (counts * (np.abs(log_mag) + np.abs(angle))).sum(axis=0)
+        log_hi += (counts * hi).sum(axis=0)
+        log_lo += (counts * lo).sum(axis=0)
 
 
 def _finish(

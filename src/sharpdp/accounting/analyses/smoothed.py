@@ -158,6 +158,17 @@ class SmoothedInversion(Inversion):
         majorant = self._majorant(epsilon, plan)
         return max(self.inf_mass_lo, lower - majorant), upper, a
 
+    def _base_envelope(self, a: float, omega: float) -> float:
+        """A bound on |φ(ω′)| of the law of L (without the smoothing pair) for all ω′ ≥ ω: the
+        product of the pairs' envelopes, and at most 1 (ν_a is a probability law)."""
+        log_env = 0.0
+        for p, c in self.base:
+            e = p.cf_envelope(a, omega)
+            if e <= 0.0:
+                return 0.0
+            log_env += c * math.log(e)
+        return math.exp(min(log_env, 0.0))
+
     def _majorant(self, epsilon: float, plan: _Plan) -> float:
         """An upper bound on E_P[M(ε − L); L < ∞] (module docstring), on the plan's nodes."""
         a, mu = plan.a, self.mu
@@ -185,7 +196,8 @@ class SmoothedInversion(Inversion):
         rounding = w * (
             2.0 * float(np.sum(err_terms)) + 4.0 * (om.size + 2) * U * float(np.sum(mag_terms))
         )
-        # Σ_{|n|>N} |Ĥ(nΔω)| ≤ 2τ√(2π)e^{τ²a²/2}·e^{−cN²}/(2cN), c = τ²Δω²/2 (|φ| ≤ 1)
+        # Σ_{|n|>N} |Ĥ(nΔω)φ(nΔω)| ≤ Φ·2τ√(2π)e^{τ²a²/2}·e^{−cN²}/(2cN), c = τ²Δω²/2, with
+        # Φ ≥ |φ(ω′)| for every ω′ > NΔω (the pairs' envelopes; at most 1)
         c = tau2 * d_omega * d_omega / 2.0
         n = plan.nodes
         log_tail = (
@@ -194,7 +206,8 @@ class SmoothedInversion(Inversion):
             - c * n * n
             - math.log(2.0 * c * n)
         )
-        tail = w * math.exp(min(log_tail, 700.0))
+        envelope = self._base_envelope(a, (n + 1) * d_omega)
+        tail = w * envelope * math.exp(min(log_tail, 700.0))
         if not (math.isfinite(total) and math.isfinite(rounding)):
             raise NumericalError(f"the smoothing bound at ε = {epsilon!r} is not finite (a bug)")
         # K(a)'s rounding, and e^{slack}: listed masses may be below the true ones by their
@@ -266,8 +279,9 @@ class _SmoothedGuarantee(Guarantee):
         guess = self._probe.epsilon(delta)
         mu = _mu_for(self._probe, guess, self.accuracy, in_epsilon=True)
         for _ in range(_HALVINGS + 1):
-            inv = self._inversion(mu)
-            eps = inv.epsilon(delta, start=guess)
+            # a μ at least the probe's: the probe's own root may already be certified
+            inv = self._probe if mu >= _PROBE_MU else self._inversion(mu)
+            eps = guess if inv is self._probe else inv.epsilon(delta, start=guess)
             # the exact ε exceeds eps/(1 + accuracy) when the lower profile there is above δ
             check = eps / (1.0 + self.accuracy)
             if eps == 0.0:
@@ -275,7 +289,7 @@ class _SmoothedGuarantee(Guarantee):
             plan = inv._plans.get(eps)  # the plan that certified eps (any plan gives bounds)
             if inv._evaluate(check, plan)[0] > delta:
                 return float(eps)
-            mu /= 2.0
+            mu = min(mu, _PROBE_MU) / 2.0
         raise NotImplied(
             f"the smoothed inversion could not certify ε({delta!r}) to a relative "
             f"{self.accuracy:g} (atoms near the answer)"

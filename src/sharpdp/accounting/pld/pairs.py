@@ -696,9 +696,10 @@ def finite_log_mgfs(pairs: Sequence[FinitePair], beta: FloatArray) -> FloatArray
 
 def finite_tilted_cfs(
     pairs: Sequence[FinitePair], a: float, omega: FloatArray
-) -> tuple[ComplexArray, FloatArray]:
-    """:meth:`FinitePair.tilted_cf` of several small finite pairs without unlisted tails, as
-    arrays of shape (len(pairs), omega.size): the same sums and error bounds, vectorised."""
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """:meth:`FinitePair.tilted_cf` of several small finite pairs without unlisted tails:
+    (real part, imaginary part, error bound), arrays of shape (len(pairs), omega.size) — the same
+    sums and error bounds, vectorised."""
     ls, logm = _finite_table(pairs)
     lm = finite_log_mgfs(pairs, np.array([a]))  # (k, 1)
     with np.errstate(invalid="ignore"):
@@ -709,14 +710,17 @@ def finite_tilted_cfs(
         # atoms ±l (randomized response, pure DP): cos and sin of ωl once for both atoms
         theta = np.asarray(omega, dtype=np.float64)[None, :] * ls[:, :1]  # (k, n)
         w0, w1 = w[:, :1], w[:, 1:]
-        phi = (w0 + w1) * np.cos(theta) + 1j * ((w0 - w1) * np.sin(theta))
-        err = 16.0 * U * (np.abs(theta) * (w0 + w1) + arg[:, :1] * w0 + arg[:, 1:] * w1)
-        return phi, err
+        re = (w0 + w1) * np.cos(theta)
+        im = (w0 - w1) * np.sin(theta)
+        np.abs(theta, out=theta)
+        err = 16.0 * U * (theta * (w0 + w1) + (arg[:, :1] * w0 + arg[:, 1:] * w1))
+        return re, im, err
     om = np.asarray(omega, dtype=np.float64).reshape(1, -1, 1)
     phase = om * ls[:, None, :]  # (k, n, m)
-    phi = ((np.cos(phase) + 1j * np.sin(phase)) * w[:, None, :]).sum(axis=2)
+    re = (np.cos(phase) * w[:, None, :]).sum(axis=2)
+    im = (np.sin(phase) * w[:, None, :]).sum(axis=2)
     err = (16.0 * U * (np.abs(phase) + arg[:, None, :]) * w[:, None, :]).sum(axis=2)
-    return phi, err
+    return re, im, err
 
 
 def laplace_log_mgfs(eps0: FloatArray, beta: FloatArray) -> FloatArray:
