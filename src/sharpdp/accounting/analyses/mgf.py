@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, cast
 
@@ -282,12 +282,7 @@ class Inversion:
             assert isinstance(pair, LaplacePair)
             atoms, dens = pair.density_envelope(a, omega)
             return float(_binomial_tail(count, r0, np.array([atoms]), np.array([dens]))[0])
-        log_env = 0.0
-        for p, c in self.items:
-            e = p.cf_envelope(a, omega)
-            if e <= 0.0:
-                return 0.0
-            log_env += c * math.log(e)
+        log_env = _log_envelope(self.items, a, omega)
         return math.exp(log_env) if log_env < 700.0 else math.inf
 
     def delta_bracket(self, epsilon: float) -> tuple[float, float]:
@@ -472,6 +467,17 @@ class Inversion:
         return max(0.0, float(eps[below[0]]))
 
 
+def _log_envelope(items: Sequence[tuple[DominatingPair, int]], a: float, omega: float) -> float:
+    """Σ c·log of the pairs' bounds on |φ_i(ω′)| for all ω′ ≥ ω (−inf when one vanishes)."""
+    log_env = 0.0
+    for p, c in items:
+        e = p.cf_envelope(a, omega)
+        if e <= 0.0:
+            return -math.inf
+        log_env += c * math.log(e)
+    return log_env
+
+
 def _log_cf_terms(
     items: tuple[tuple[DominatingPair, int], ...], a: float, om: FloatArray
 ) -> tuple[ComplexArray, FloatArray, FloatArray, FloatArray]:
@@ -481,13 +487,15 @@ def _log_cf_terms(
     log_hi = np.zeros(om.size)
     log_lo = np.zeros(om.size)
     abs_log = np.zeros(om.size)
+    out = (log_phi, log_hi, log_lo, abs_log)
     laplace = [(p, c) for p, c in items if type(p) is LaplacePair]
     if len(laplace) > 1:
-        _laplace_terms(laplace, a, om, (log_phi, log_hi, log_lo, abs_log))
+        _block_terms(laplace, _laplace_cfs, 1, a, om, out)
         items = tuple((p, c) for p, c in items if type(p) is not LaplacePair)
     finite = [(p, c) for p, c in items if _small_finite(p)]
     if len(finite) > 1:
-        _finite_terms(finite, a, om, (log_phi, log_hi, log_lo, abs_log))
+        width = max(len(cast(FinitePair, p).losses) for p, _ in finite)
+        _block_terms(finite, _finite_cfs, width, a, om, out)
         items = tuple((p, c) for p, c in items if not _small_finite(p))
     with np.errstate(divide="ignore", invalid="ignore"):
         for p, c in items:
@@ -504,32 +512,17 @@ def _log_cf_terms(
     return log_phi, log_hi, log_lo, abs_log
 
 
-def _laplace_terms(
-    laplace: Sequence[tuple[DominatingPair, int]],
-    a: float,
-    om: FloatArray,
-    out: tuple[ComplexArray, FloatArray, FloatArray, FloatArray],
-) -> None:
-    """Add the Laplace pairs' terms to the accumulators ``out`` of :func:`_log_cf_terms`, from one
-    vectorised evaluation (:func:`~sharpdp.accounting.pld.pairs.laplace_tilted_cfs`). With
-    r = e/|φ̃| the bounds use log(|φ̃| + 2e) ≤ log|φ̃| + 2r and log(|φ̃| − e) ≥ log|φ̃| − r/(1 − r)
-    (r < 1), and |log φ̃| ≤ |log|φ̃|| + |arg φ̃|: no logarithm of the perturbed magnitudes."""
-    # in blocks of pairs, so that each block's arrays stay near 2^20 entries
-    rows = max(1, (1 << 20) // max(om.size, 1))
-    for start in range(0, len(laplace), rows):
-        _laplace_block(laplace[start : start + rows], a, om, out)
+def _laplace_cfs(
+    pairs: Sequence[DominatingPair], a: float, om: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    eps0 = np.array([cast(LaplacePair, p).epsilon0 for p in pairs])
+    return laplace_tilted_cfs(eps0, a, om)
 
 
-def _laplace_block(
-    laplace: Sequence[tuple[DominatingPair, int]],
-    a: float,
-    om: FloatArray,
-    out: tuple[ComplexArray, FloatArray, FloatArray, FloatArray],
-) -> None:
-    eps0 = np.array([cast(LaplacePair, p).epsilon0 for p, _ in laplace])
-    counts = np.array([float(c) for _, c in laplace])[:, None]
-    re, im, err = laplace_tilted_cfs(eps0, a, om)
-    _accumulate(re, im, err, counts, out)
+def _finite_cfs(
+    pairs: Sequence[DominatingPair], a: float, om: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    return finite_tilted_cfs([cast(FinitePair, p) for p in pairs], a, om)
 
 
 def _small_finite(pair: DominatingPair) -> bool:
@@ -542,19 +535,24 @@ def _small_finite(pair: DominatingPair) -> bool:
     )
 
 
-def _finite_terms(
-    finite: Sequence[tuple[DominatingPair, int]],
+def _block_terms(
+    pairs: Sequence[tuple[DominatingPair, int]],
+    cfs: Callable[
+        [Sequence[DominatingPair], float, FloatArray], tuple[FloatArray, FloatArray, FloatArray]
+    ],
+    width: int,
     a: float,
     om: FloatArray,
     out: tuple[ComplexArray, FloatArray, FloatArray, FloatArray],
 ) -> None:
-    """:func:`_laplace_terms` for small finite pairs
-    (:func:`~sharpdp.accounting.pld.pairs.finite_tilted_cfs`), in blocks of pairs."""
-    atoms = max(len(cast(FinitePair, p).losses) for p, _ in finite)
-    rows = max(1, (1 << 20) // max(om.size * atoms, 1))
-    for start in range(0, len(finite), rows):
-        block = finite[start : start + rows]
-        re, im, err = finite_tilted_cfs([cast(FinitePair, p) for p, _ in block], a, om)
+    """Add the pairs' terms to the accumulators ``out`` of :func:`_log_cf_terms`: ``cfs`` (one
+    vectorised evaluation, :func:`~sharpdp.accounting.pld.pairs.laplace_tilted_cfs` or
+    :func:`~sharpdp.accounting.pld.pairs.finite_tilted_cfs`) per block of pairs, each block's
+    arrays (``width`` entries per pair and node) near 2^20 entries."""
+    rows = max(1, (1 << 20) // max(om.size * width, 1))
+    for start in range(0, len(pairs), rows):
+        block = pairs[start : start + rows]
+        re, im, err = cfs([p for p, _ in block], a, om)
         counts = np.array([float(c) for _, c in block])[:, None]
         _accumulate(re, im, err, counts, out)
 
@@ -566,7 +564,10 @@ def _accumulate(
     counts: FloatArray,
     out: tuple[ComplexArray, FloatArray, FloatArray, FloatArray],
 ) -> None:
-    """Add Σ_rows c·log φ (φ = re + i·im, each row one pair) and its bound terms to ``out``."""
+    """Add Σ_rows c·log φ (φ = re + i·im, each row one pair) and its bound terms to ``out``.
+    With r = e/|φ̃| the bounds use log(|φ̃| + 2e) ≤ log|φ̃| + 2r and log(|φ̃| − e) ≥
+    log|φ̃| − r/(1 − r) (r < 1), and |log φ̃| ≤ |log|φ̃|| + |arg φ̃|: no logarithm of the perturbed
+    magnitudes."""
     log_phi, log_hi, log_lo, abs_log = out
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mag = np.hypot(re, im)

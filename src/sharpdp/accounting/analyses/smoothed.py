@@ -55,6 +55,7 @@ from sharpdp.accounting.analyses.mgf import (
     U,
     _finish,
     _log_cf_terms,
+    _log_envelope,
     _Plan,
 )
 from sharpdp.accounting.pld.pairs import DominatingPair, FinitePair, GaussianPair
@@ -161,13 +162,7 @@ class SmoothedInversion(Inversion):
     def _base_envelope(self, a: float, omega: float) -> float:
         """A bound on |φ(ω′)| of the law of L (without the smoothing pair) for all ω′ ≥ ω: the
         product of the pairs' envelopes, and at most 1 (ν_a is a probability law)."""
-        log_env = 0.0
-        for p, c in self.base:
-            e = p.cf_envelope(a, omega)
-            if e <= 0.0:
-                return 0.0
-            log_env += c * math.log(e)
-        return math.exp(min(log_env, 0.0))
+        return math.exp(min(_log_envelope(self.base, a, omega), 0.0))
 
     def _majorant(self, epsilon: float, plan: _Plan) -> float:
         """An upper bound on E_P[M(ε − L); L < ∞] (module docstring), on the plan's nodes."""

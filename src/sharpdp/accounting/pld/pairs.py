@@ -819,21 +819,8 @@ class LaplacePair(DominatingPair):
         return self.epsilon0
 
     def _tilted_parts(self, a: float) -> tuple[float, float, float, float, float]:
+        """(w1, w2, c0, pref, m) at the tilt a > 0 (:func:`_laplace_tilted_parts`, memoised)."""
         return _laplace_tilted_parts(self.epsilon0, a)
-
-    @staticmethod
-    def _tilted_parts_uncached(e0: float, a: float) -> tuple[float, float, float, float, float]:
-        """(w1, w2, c0, pref, m) at the tilt a > 0: the atoms' tilted masses w1 (at ε0) and w2
-        (at −ε0), the density part's c0 = C(a)/e^m, and pref with
-        C(a + iω)/e^m = pref · e^{iωε0} (1 − e^{−2zε0})/(2z), z = a + 1/2 + iω, where
-        C(s) = E_P[e^{sL}; density part] = (1/2)e^{−ε0/2} sinh((s + 1/2)ε0)/(s + 1/2)."""
-        m = float(laplace_log_mgfs(np.array([e0]), np.array([a]))[0, 0])
-        x = a + 0.5
-        w1 = math.exp(math.log(0.5) + a * e0 - m)
-        w2 = math.exp(math.log(0.5) - e0 - a * e0 - m)
-        pref = math.exp(-0.5 * e0 + x * e0 - math.log(2.0) - m)
-        c0 = pref * -math.expm1(-2.0 * x * e0) / (2.0 * x)
-        return w1, w2, c0, pref, m
 
     def cf_parts(
         self, a: float, omega: FloatArray
@@ -928,8 +915,18 @@ def _finite_envelope(pair: FinitePair, a: float) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _laplace_tilted_parts(e0: float, a: float) -> tuple[float, float, float, float, float]:
-    """:meth:`LaplacePair._tilted_parts`, memoised (planning asks it of every pair many times)."""
-    return LaplacePair._tilted_parts_uncached(e0, a)
+    """(w1, w2, c0, pref, m) at the tilt a > 0: the atoms' tilted masses w1 (at ε0) and w2
+    (at −ε0), the density part's c0 = C(a)/e^m, and pref with
+    C(a + iω)/e^m = pref · e^{iωε0} (1 − e^{−2zε0})/(2z), z = a + 1/2 + iω, where
+    C(s) = E_P[e^{sL}; density part] = (1/2)e^{−ε0/2} sinh((s + 1/2)ε0)/(s + 1/2).
+    Memoised: planning asks it of every pair many times."""
+    m = float(laplace_log_mgfs(np.array([e0]), np.array([a]))[0, 0])
+    x = a + 0.5
+    w1 = math.exp(math.log(0.5) + a * e0 - m)
+    w2 = math.exp(math.log(0.5) - e0 - a * e0 - m)
+    pref = math.exp(-0.5 * e0 + x * e0 - math.log(2.0) - m)
+    c0 = pref * -math.expm1(-2.0 * x * e0) / (2.0 * x)
+    return w1, w2, c0, pref, m
 
 
 def _log_cell_mass(z1: FloatArray, z2: FloatArray) -> tuple[FloatArray, FloatArray]:
