@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sharpdp._version import __version__
 from sharpdp.errors import (
+    AccuracyNotReached,
     BudgetExceeded,
     InvalidParameter,
     LedgerError,
@@ -71,6 +72,7 @@ __all__ = [
     "RDP",
     "ZCDP",
     "Accountant",
+    "AccuracyNotReached",
     "ApproxDP",
     "ApproxZCDP",
     "BoundedRange",

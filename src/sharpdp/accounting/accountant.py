@@ -62,7 +62,7 @@ from sharpdp import _math, _validate
 from sharpdp.accounting._items import normalise
 from sharpdp.accounting._serialize import dumps
 from sharpdp.accounting.analyses.approx_rdp import split_delta
-from sharpdp.accounting.composition import compose
+from sharpdp.accounting.composition import Composition, compose
 from sharpdp.accounting.ledger import (
     BudgetRecord,
     Entry,
@@ -297,7 +297,7 @@ class _EpsilonRule(_Rule):
             if quick <= self.epsilon:
                 return self._verdict(quick, state=history.last_id, sharp=False)
         merged = _merged(history.counts, item, count)
-        spent = compose(merged, adaptive=True, accuracy=_SPEND_ACCURACY).epsilon(self.delta)
+        spent = compose(merged, adaptive=True, accuracy=_SPEND_ACCURACY).epsilon_bound(self.delta)
         return self._verdict(spent, state=history.last_id)
 
     def _verdict(self, spent: float, *, state: int, sharp: bool = True) -> _Verdict:
@@ -665,17 +665,18 @@ class Accountant:
         return self._evaluate(history, item, k).fits
 
     # -- the odometer -----------------------------------------------------------------------------
-    def composition(self) -> Guarantee:
+    def composition(self) -> Composition:
         """The adaptive composition of the whole history (answers epsilon/delta/renyi)."""
         return compose(list(self._history().counts.items()), adaptive=True)
 
     def epsilon(self, delta: float) -> float:
-        """ε spent so far at ``delta``: ``composition().epsilon(delta)`` (an upper bound)."""
-        return self.composition().epsilon(delta)
+        """ε spent so far at ``delta``: ``composition().epsilon_bound(delta)`` (an upper bound)."""
+        return self.composition().epsilon_bound(delta)
 
     def delta(self, epsilon: float) -> float:
-        """δ spent so far at ``epsilon``: ``composition().delta(epsilon)`` (an upper bound)."""
-        return self.composition().delta(epsilon)
+        """δ spent so far at ``epsilon``: ``composition().delta_bound(epsilon)`` (an upper
+        bound)."""
+        return self.composition().delta_bound(epsilon)
 
     def spent(self) -> float:
         """The odometer in the budget's currency (an upper bound).

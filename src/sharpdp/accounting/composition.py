@@ -21,6 +21,7 @@ theorem. Each analysis is a valid upper bound on its own, so the minimum is one 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from sharpdp.accounting import analyses as _analyses  # noqa: F401  (registers e
 from sharpdp.accounting._items import Composed, Item, Items, normalise
 from sharpdp.accounting.analyses.rdp import RDPSum
 from sharpdp.accounting.registry import Analysis, Refinable, all_analyses
-from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
+from sharpdp.errors import AccuracyNotReached, InvalidParameter, NotImplied, NumericalError
 from sharpdp.guarantees import ApproxDP, Guarantee
 
 if TYPE_CHECKING:
@@ -108,6 +109,10 @@ class Composition(Composed):
                 continue
             try:
                 value = g.epsilon(at) if quantity == "epsilon" else g.delta(at)
+            except AccuracyNotReached as err:  # a valid value all the same: shown, and ranked
+                note = f"not certified to the accuracy {err.accuracy:g}: exact ≥ {err.lower!r}"
+                rows.append(Row(a.name, a.theorem, err.value, note))
+                continue
             except (NotImplied, NumericalError) as err:
                 rows.append(Row(a.name, a.theorem, None, str(err)))
                 continue
@@ -121,11 +126,13 @@ class Composition(Composed):
         if (delta is None) == (epsilon is None):
             raise InvalidParameter("give exactly one of delta and epsilon")
         if delta is not None:
-            self.epsilon(delta)  # validates
+            with contextlib.suppress(AccuracyNotReached):  # the table shows the brackets
+                self.epsilon(delta)  # validates
             d = _validate.probability("delta", delta)
             return Explanation("epsilon", d, self._rows("epsilon", d, self._prepared()))
         assert epsilon is not None
-        self.delta(epsilon)
+        with contextlib.suppress(AccuracyNotReached):
+            self.delta(epsilon)
         e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
         return Explanation("delta", e, self._rows("delta", e, self._prepared()))
 
@@ -149,19 +156,26 @@ class Composition(Composed):
             try:
                 if g.delta(e) <= d:
                     return True
+            except AccuracyNotReached as err:  # its value is valid: it certifies or it answered
+                if err.value <= d:
+                    return True
             except (NotImplied, NumericalError):
                 continue
             superseded.update(a.supersedes)  # it answered (above d): those could only say more
         return False
 
-    def _minimum(self, quantity: str, at: float, worst: float) -> float:
+    def _minimum(
+        self, quantity: str, at: float, worst: float
+    ) -> tuple[float, AccuracyNotReached | None]:
         """The least value over the needed analyses; costly refinable ones (the PLD) go last and
         are told the best value so far, so they stop refining once they provably cannot win.
-        An exact analysis that answers is the minimum by definition."""
+        An exact analysis that answers is the minimum by definition. Also returns the refusal of
+        a refinable analysis that could not meet the accuracy (its lower end decides whether the
+        minimum meets it all the same), or None."""
         declined = set()
         for a, g in self._exact():
             try:
-                return g.epsilon(at) if quantity == "epsilon" else g.delta(at)
+                return (g.epsilon(at) if quantity == "epsilon" else g.delta(at)), None
             except (NotImplied, NumericalError):
                 declined.add(a.name)  # the same query would decline again: not asked twice
                 continue
@@ -178,29 +192,64 @@ class Composition(Composed):
             if r.value is not None
             for name in a.supersedes
         }
+        refused: AccuracyNotReached | None = None
         for a, prepared in costly:
             if isinstance(prepared, str) or a.name in superseded:
                 continue
             refinable = cast(Refinable, prepared)
             try:
                 best = min(best, refinable.value_unless_beaten(quantity, at, best))
+            except AccuracyNotReached as err:
+                best = min(best, err.value)
+                if refused is None or err.lower > refused.lower:
+                    refused = err
             except (NotImplied, NumericalError):
                 continue
-        return best
+        return best, refused
 
     def _epsilon(self, delta: float) -> float:
         if not self.items:
             return 0.0
-        value = min(self._minimum("epsilon", delta, math.inf), self._remembered("epsilon", delta))
+        best, refused = self._minimum("epsilon", delta, math.inf)
+        value = min(best, self._remembered("epsilon", delta))
         self._remember(value, delta)
-        return value
+        return self._promised("epsilon", delta, value, refused)
 
     def _delta(self, epsilon: float) -> float:
         if not self.items:
             return 0.0
-        value = min(self._minimum("delta", epsilon, 1.0), self._remembered("delta", epsilon))
+        best, refused = self._minimum("delta", epsilon, 1.0)
+        value = min(best, self._remembered("delta", epsilon))
         self._remember(epsilon, value)
-        return value
+        return self._promised("delta", epsilon, value, refused)
+
+    def epsilon_bound(self, delta: float) -> float:
+        """ε(δ) as :meth:`epsilon`, but never refused for accuracy: where :meth:`epsilon` raises
+        :class:`~sharpdp.AccuracyNotReached`, the valid bound it carries is returned (for
+        callers that need a valid bound, not a sharp one: budgets, spends)."""
+        try:
+            return self.epsilon(delta)
+        except AccuracyNotReached as err:
+            return err.value
+
+    def delta_bound(self, epsilon: float) -> float:
+        """δ(ε) as :meth:`delta`, but never refused for accuracy (see :meth:`epsilon_bound`)."""
+        try:
+            return self.delta(epsilon)
+        except AccuracyNotReached as err:
+            return err.value
+
+    def _promised(
+        self, quantity: str, at: float, value: float, refused: AccuracyNotReached | None
+    ) -> float:
+        """``value``, unless a refinable analysis could not bracket the exact value within the
+        accuracy and ``value`` is not within it of that bracket's certified lower end either:
+        then :class:`AccuracyNotReached` (carrying ``value``, a valid bound all the same)."""
+        if refused is None or refused.certifies(value):
+            return value
+        raise AccuracyNotReached(
+            quantity, at, value, refused.lower, self.accuracy, refused.slack
+        ) from refused
 
     def _remembered(self, quantity: str, at: float) -> float:
         """The best value implied by the points (ε′, δ′) certified by earlier answers: the exact
@@ -265,14 +314,18 @@ def compose(items: Iterable[Item], adaptive: bool = True, *, accuracy: float = 1
         items: what was (or will be) run; equal items are grouped.
         adaptive: ``True`` (default) if later items may depend on earlier outputs. Analyses that
             hold only for batches fixed in advance (DDR20) are used only when ``False``.
-        accuracy: the relative accuracy of refinable analyses (the PLD), in [1e-6, 1) (default
-            1e-4): the value they report is within it of their exact optimum — certified by
-            their bracket when it gets that narrow (grids of up to 2^22 bins), and measured
-            against exact values in the tests otherwise. Smaller values give sharper bounds at a
-            higher cost; every value reported is a valid bound whatever the accuracy. Finer
-            settings are refused: there the grids a certificate needs exceed 2^22 bins for atoms
-            off the grid, and the rigorous float-error bound of the FFTs (about 1e-9 relative,
-            added to the reported value) is no longer negligible.
+        accuracy: the relative accuracy promised, in [1e-6, 1) (default 1e-4): whenever an
+            analysis that computes the exact composition of the items' dominating pairs applies
+            (the PLD, the MGF inversions), the value reported satisfies
+            exact ≤ value ≤ exact·(1 + accuracy) — certified by that analysis's bracket. When no
+            bracket gets that narrow (the PLD's grids are capped at 2^22 bins; atoms off the grid
+            converge slowly), ``epsilon``/``delta`` raise :class:`~sharpdp.AccuracyNotReached`,
+            which carries the valid bound found and the bracket's lower end
+            (``epsilon_bound``/``delta_bound`` return that bound instead of raising). Smaller
+            values give sharper bounds at a higher cost; every value reported is a valid bound
+            whatever the accuracy. Finer settings are refused: the rigorous float-error bound
+            of the FFTs (about 1e-9 relative, added to the reported value) is no longer
+            negligible there.
 
     Returns:
         A :class:`Composition` answering ``epsilon``, ``delta``, ``renyi`` and ``explain``.

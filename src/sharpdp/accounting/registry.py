@@ -46,7 +46,10 @@ class Refinable(Protocol):
     """The result of a ``costly`` analysis: ε(δ) or δ(ε), or ``inf`` once it provably loses."""
 
     def value_unless_beaten(self, quantity: str, at: float, rival: float) -> float:
-        """The value of ``quantity`` at ``at``, or ``inf`` if it cannot be below ``rival``."""
+        """The value of ``quantity`` at ``at``, or ``inf`` if it cannot be below ``rival``.
+
+        Raises :class:`~sharpdp.AccuracyNotReached` (carrying the valid value and a certified
+        lower end) when it cannot bracket the exact value within the composition's accuracy."""
         ...
 
 

@@ -168,7 +168,7 @@ def plan_mwem(privacy: sdp.Guarantee, m: int, rounds: int) -> MWEMPlan:
         def fits(r: float) -> bool:
             parts = _zcdp_plan(r, m, rounds)
             items = [(parts[0], 1), (parts[1], rounds), (parts[2], rounds)]
-            return sdp.compose(items, adaptive=True).epsilon(delta) <= eps
+            return sdp.compose(items, adaptive=True).epsilon_bound(delta) <= eps
 
         if rho <= 0.0 or not fits(rho):
             raise InvalidParameter(f"privacy {privacy!r} is too small for {rounds} MWEM rounds")
@@ -284,7 +284,7 @@ def plan_adaptive(privacy: sdp.Guarantee, m: int) -> AdaptivePlan:
         "selection at ε²/8 (bounded range, Cesar–Rogers 2021), half to a Gaussian measurement",
     )
     if isinstance(privacy, sdp.ApproxDP):
-        got = sdp.compose(plan.items, adaptive=True).epsilon(privacy.delta_)
+        got = sdp.compose(plan.items, adaptive=True).epsilon_bound(privacy.delta_)
         if got > privacy.epsilon_:  # pragma: no cover - the conversion's ρ always fits
             raise InvalidParameter(f"could not fit an MWEM plan in {privacy!r} (ε = {got})")
     return plan

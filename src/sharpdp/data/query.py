@@ -259,7 +259,7 @@ def _budget_reading(budget: sdp.Guarantee, items: list[tuple[sdp.Guarantee, int]
             total += count * Fraction(z.rho)
         return _float_up(total)
     delta = budget.delta_ if isinstance(budget, sdp.ApproxDP) else 0.0
-    return sdp.compose(items, adaptive=True).epsilon(delta)
+    return sdp.compose(items, adaptive=True).epsilon_bound(delta)
 
 
 def _float_up(q: Fraction) -> float:

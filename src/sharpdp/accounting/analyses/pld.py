@@ -12,7 +12,7 @@ from sharpdp.accounting._items import (
     Items,
 )
 from sharpdp.accounting.registry import analysis
-from sharpdp.errors import NotImplied
+from sharpdp.errors import AccuracyNotReached, NotImplied
 from sharpdp.guarantees import Guarantee
 
 if TYPE_CHECKING:
@@ -95,13 +95,22 @@ class _PLDGuarantee(Guarantee):
             lo, hi = self._result.epsilon_bracket(at, rival)
         else:
             lo, hi = self._result.delta_bracket(at, rival)
-        return math.inf if lo >= rival else hi
+        return math.inf if lo >= rival else self._certified(quantity, at, lo, hi)
+
+    def _certified(self, quantity: str, at: float, lo: float, hi: float) -> float:
+        """``hi`` when the bracket [lo, hi] meets the accuracy (the slack the refinement allows:
+        1e-12 on ε, the truncated tails' 1e3·tail on δ); else :class:`AccuracyNotReached`,
+        which carries ``hi`` (a valid bound all the same)."""
+        slack = 1e-12 if quantity == "epsilon" else 1e3 * self._result.tail
+        if hi == 0.0 or math.isinf(hi) or hi - lo <= self.accuracy * hi + slack:
+            return hi
+        raise AccuracyNotReached(quantity, at, hi, lo, self.accuracy, slack)
 
     def _epsilon(self, delta: float) -> float:
-        return self._result.epsilon(delta)
+        return self._certified("epsilon", delta, *self._result.epsilon_bracket(delta))
 
     def _delta(self, epsilon: float) -> float:
-        return self._result.delta(epsilon)
+        return self._certified("delta", epsilon, *self._result.delta_bracket(epsilon))
 
 
 #: Relative accuracy of the coarse PLD pass that decides whether refining can pay off.

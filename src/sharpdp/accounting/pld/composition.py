@@ -201,6 +201,25 @@ def _compose_groups(
     return heap[0][2]
 
 
+def _compose_side(
+    items: Sequence[tuple[DominatingPair, int]],
+    h: float,
+    tilt: float,
+    pessimistic: bool,
+    tail: float,
+    below: float,
+) -> DiscretePLD:
+    """One side of the FFT composition of ``items`` on the grid h; with no items (every group
+    summed exactly outside, :mod:`sharpdp.accounting.pld.outer`), the law of the identity: all
+    its mass at loss 0, a node of every grid, so both sides are exact."""
+    if not items:
+        return discretise(_IDENTITY, h, pessimistic=pessimistic, tilt=tilt)
+    return _compose_groups(_group_plds(items, h, tilt, pessimistic, tail, below), tail, below)
+
+
+_IDENTITY = FinitePair((0.0,), (1.0,), name="identity")
+
+
 # =================================================================================================
 # automatic accuracy
 
@@ -225,6 +244,15 @@ def _merge_gaussians(
             mu = math.nextafter(mu, 0.0)
     others = tuple((pair, count) for pair, count in items if pair.gdp_mu() is None)
     return ((GaussianPair(mu), 1), *others)
+
+
+def _common_lattice(a: float, b: float) -> float | None:
+    """The largest c with a/c and b/c whole numbers up to 1e-12 relative (a and b rationally
+    related with denominators ≤ 1000), or None."""
+    ratio = Fraction(b / a).limit_denominator(1000)
+    if ratio <= 0 or abs(b / a - float(ratio)) > 1e-12 * (b / a):
+        return None
+    return a / ratio.denominator
 
 
 def _ladder(h: float) -> float:
@@ -455,21 +483,28 @@ class PLDResult:
         return float(k), float(var)
 
     def _align(self, h: float) -> float:
-        """Shrink h so that the lattice of the most numerous atomic pair (of those composed by
-        FFT) lies on the grid."""
-        best: tuple[int, float] | None = None
+        """Shrink h so that atomic lattices of the pairs composed by FFT lie on the grid: a
+        common lattice of as many of them as possible (most numerous first; ε values such as
+        0.1, 0.25 and 0.3 share the lattice 0.05), or else that of the most numerous pair. An
+        atom off the grid costs the optimistic side an error of order h per copy."""
+        lattices: dict[float, int] = {}
         for pair, count in self._outer()[1]:
             a = pair.lattice()
             # a lattice finer than the grid needs no alignment (and must not shrink h)
-            if a is not None and a >= h and (best is None or count > best[0]):
-                best = (count, a)
-        if best is None:
+            if a is not None and a >= h and math.isfinite(a / h):
+                lattices[a] = lattices.get(a, 0) + count
+        if not lattices:
             return h
-        a = best[1]
-        steps = a / h * (1.0 - 1e-12)
-        if not math.isfinite(steps):  # a lattice beyond the float range: nothing to align
-            return h
-        return a / math.ceil(steps)
+        ordered = sorted(lattices, key=lambda a: -lattices[a])
+        base = ordered[0]
+        for a in ordered[1:]:
+            common = _common_lattice(base, a)
+            # a common lattice finer than h/2 would cost more bins than it saves
+            if common is not None and common >= 0.5 * h:
+                base = common
+        if base < h:
+            return base
+        return base / math.ceil(base / h * (1.0 - 1e-12))
 
     def _initial_h(self, eps_hat: float, delta: float, sharper: float = 1.0) -> float:
         """The first grid for a target relative accuracy in ε (divided by ``sharper``: a δ query
@@ -505,8 +540,7 @@ class PLDResult:
             if half is not None:  # composed alone by an earlier refinement step: the same law
                 out.append(half)
                 continue
-            parts = _group_plds(self._side_items(pess), h, tilt, pess, self.tail, below)
-            out.append(_compose_groups(parts, self.tail, below))
+            out.append(_compose_side(self._side_items(pess), h, tilt, pess, self.tail, below))
         if atoms is None:
             result = (out[0], out[1])
         else:
@@ -542,8 +576,7 @@ class PLDResult:
             raise InvalidParameter("the optimistic side alone is composed only without outer atoms")
         half = self._half.get(key)
         if half is None:
-            parts = _group_plds(self._side_items(False), h, tilt, False, self.tail, 0.0)
-            half = _compose_groups(parts, self.tail, 0.0)
+            half = _compose_side(self._side_items(False), h, tilt, False, self.tail, 0.0)
             self._half[key] = half
         return half
 
@@ -561,8 +594,7 @@ class PLDResult:
             merged[weaker] = merged.get(weaker, 0) + count
         atoms = self._outer()[0]
         below = 0.0 if atoms is None else atoms.max_loss
-        parts = _group_plds(tuple(merged.items()), h, tilt, False, self.tail, below)
-        composed = _compose_groups(parts, self.tail, below)
+        composed = _compose_side(tuple(merged.items()), h, tilt, False, self.tail, below)
         if atoms is None:
             return composed
         return cast(DiscretePLD, WithAtoms(composed, atoms))  # the atoms kept exact
@@ -644,6 +676,7 @@ class PLDResult:
         if history and self.value_discretization is None:
             # a finer grid than the first one is known: predict from it
             h = self._next_h(history[0][0], history[0][1], hi, _FIRST_ORDER)
+        stalled = 0
         for _ in range(MAX_REFINEMENTS + 1):
             halves = (
                 self.value_discretization is None
@@ -676,12 +709,29 @@ class PLDResult:
             p = _FIRST_ORDER
             if len(history) >= 2:
                 (h1, w1), (h2, w2) = history[-2], history[-1]
-                if w2 >= w1 or h2 >= h1:
-                    break  # refining does not help (e.g. the gap is the truncated tail mass)
-                p = min(2.0, max(0.5, math.log(w1 / w2) / math.log(h1 / h2)))
+                if h2 >= h1:
+                    break
+                if w2 >= w1:
+                    # refining did not help: the gap may be the truncated tail mass (then it never
+                    # will), or atoms fell further off the finer grid (their rounding error is
+                    # erratic in h): one more step at the first order, then stop
+                    stalled += 1
+                    if stalled > 1:
+                        break
+                else:
+                    p = min(2.0, max(0.5, math.log(w1 / w2) / math.log(h1 / h2)))
             h_next = self._next_h(h, width, hi, p)
-            if max(pess.data.size, opt.data.size) * h / h_next > MAX_BINS:
-                break
+            bins = max(pess.data.size, opt.data.size)
+            if bins * h / h_next > MAX_BINS:
+                # the predicted grid is too large: try the finest one allowed, if it is still a
+                # real step (the prediction is rough; the finest grid often certifies anyway)
+                h_next = self._align(_ladder(h * bins / MAX_BINS) * 2.0**0.125)
+                if (
+                    bins * h / h_next > MAX_BINS
+                    or h_next > 0.7 * h
+                    or (h_next, float(tilt)) in self._cache
+                ):
+                    break
             h = h_next
         return lo, hi
 
@@ -707,6 +757,10 @@ class PLDResult:
             return 0.0, 0.0
         if d < self.inf_mass:
             return math.inf, math.inf
+        if d == self.inf_mass:
+            top = self._top_loss()
+            if top is not None:
+                return top
         eps_hat, lam = self._chernoff_epsilon(d)
         if eps_hat == 0.0:
             return 0.0, 0.0
@@ -718,6 +772,24 @@ class PLDResult:
             lambda o: o.epsilon(d), lambda p: p.epsilon(d), h, lam, 1e-12, rival
         )
         return float(lo), float(hi)
+
+    def _top_loss(self) -> tuple[float, float] | None:
+        """A bracket of the essential supremum of the composed finite loss — the exact ε at
+        δ = P[L = ∞], since δ(ε) = P[L = ∞] iff L ≤ ε almost surely — or None when a pair's is
+        not known. It is Σ c·(each pair's), summed correctly rounded (``math.fsum``) and widened by
+        the parameters' float margins (8u·c·|loss| per pair) and two ulps."""
+        tops = [(pair.top_loss(), pair.loss_bound(), c) for pair, c in self.items]
+        if any(t is None for t, _, _ in tops):
+            return None
+        if any(t == -math.inf for t, _, _ in tops):  # no finite mass: every ε works
+            return 0.0, 0.0
+        total = math.fsum(c * cast(float, t) for t, _, c in tops)
+        if not math.isfinite(total):
+            return (math.inf, math.inf) if total > 0.0 else None
+        margin = 8.0 * 2.0**-53 * math.fsum(c * b for _, b, c in tops) * (1.0 + 1e-12)
+        lo = math.nextafter(math.nextafter(total - margin, -math.inf), -math.inf)
+        hi = _math.up(total + margin, 2)
+        return max(0.0, lo), max(0.0, hi)
 
     def epsilon(self, delta: float) -> float:
         """Smallest ε with (ε, δ)-DP certified by the PLD (pessimistic; a valid upper bound)."""

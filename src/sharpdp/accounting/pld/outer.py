@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from itertools import combinations_with_replacement
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +33,7 @@ U = 2.0**-53
 
 #: Most atoms of the composed atomic groups summed exactly (each ε or δ evaluation is a vectorised
 #: pass over them).
-MAX_OUTER_ATOMS = 512
+MAX_OUTER_ATOMS = 16384
 
 
 def _atomic(pair: DominatingPair) -> bool:
@@ -51,11 +50,10 @@ def split(
     items: tuple[tuple[DominatingPair, int], ...],
 ) -> tuple[tuple[tuple[FinitePair, int], ...], tuple[tuple[DominatingPair, int], ...]]:
     """(atomic groups summed exactly, the rest): every atomic group, when their composed law has
-    at most :data:`MAX_OUTER_ATOMS` atoms and the rest has a group with a density; else nothing
-    (an atomic group left on the grid keeps the optimistic side's O(h) error, so summing only
-    some of them outside costs time for little gain — measured: slower on 100-item mixes)."""
-    if all(_atomic(p) for p, _ in items):
-        return (), items
+    at most :data:`MAX_OUTER_ATOMS` atoms; else nothing (an atomic group left on the grid keeps
+    the optimistic side's O(h) error, so summing only some of them outside costs time for little
+    gain — measured: slower on 100-item mixes). The rest may be empty: a composition of atomic
+    groups alone is then summed exactly."""
     outer: list[tuple[FinitePair, int]] = []
     rest: list[tuple[DominatingPair, int]] = []
     size = 1
@@ -106,10 +104,7 @@ def outer_atoms(groups: tuple[tuple[FinitePair, int], ...]) -> OuterAtoms:
     for pair, count in groups:
         ls = np.array([x for x, m in zip(pair.losses, pair.masses, strict=True) if m > 0.0])
         ms = np.array([m for m in pair.masses if m > 0.0])
-        idx = np.array(list(combinations_with_replacement(range(ms.size), count)), dtype=np.int64)
-        counts = np.zeros((idx.shape[0], ms.size))
-        for j in range(ms.size):
-            counts[:, j] = (idx == j).sum(axis=1)
+        counts = _multisets(ms.size, count)
         g_loss = counts @ ls
         lg = gammaln(count + 1.0) - gammaln(counts + 1.0).sum(axis=1) + counts @ np.log(ms)
         # lgamma errs by a few ulps of its value, log(m) by an ulp, the sums by n ulps; the
@@ -123,15 +118,30 @@ def outer_atoms(groups: tuple[tuple[FinitePair, int], ...]) -> OuterAtoms:
         losses = (losses[:, None] + g_loss[None, :]).reshape(-1)
         log_mass = (log_mass[:, None] + lg[None, :]).reshape(-1)
         log_err = (log_err[:, None] + g_err[None, :]).reshape(-1)
-        log_finite += count * math.log1p(-pair.inf_mass)
+        log_finite += count * math.log1p(-pair.inf_mass) if pair.inf_mass < 1.0 else -math.inf
         margin += 8 * U * count * float(np.max(np.abs(ls)) if ls.size else 0.0)
-    margin += 8 * U * (float(np.max(np.abs(losses))) + 1.0)
+    margin += 8 * U * ((float(np.max(np.abs(losses))) if losses.size else 0.0) + 1.0)
     with np.errstate(under="ignore"):
         mass_hi = np.exp(log_mass + log_err) * (1.0 + 4 * U)
         mass_lo = np.exp(log_mass - log_err) * (1.0 - 4 * U)
     inf_hi = min(1.0, -math.expm1(log_finite) * (1.0 + 1e-12) + (1e-300 if log_finite < 0 else 0.0))
     inf_lo = max(0.0, -math.expm1(log_finite) * (1.0 - 1e-12))
     return OuterAtoms(losses, mass_lo, mass_hi, inf_lo, inf_hi, margin)
+
+
+def _multisets(m: int, count: int) -> FloatArray:
+    """Every (n_1, …, n_m) of non-negative integers summing to ``count``, one per row (none
+    when m = 0 < count: a pair without finite atoms)."""
+    if m == 0:
+        return np.zeros((0 if count else 1, 0))
+    rows = np.array([[count]], dtype=np.float64)  # m = 1
+    for _ in range(m - 1):
+        # split the last entry n into (j, n − j) for j = 0..n
+        last = rows[:, -1].astype(np.int64)
+        rep = np.repeat(np.arange(rows.shape[0]), last + 1)
+        first = np.arange(rep.size) - np.repeat(np.cumsum(last + 1) - (last + 1), last + 1)
+        rows = np.column_stack([rows[rep, :-1], first, last[rep] - first]).astype(np.float64)
+    return rows
 
 
 class WithAtoms:

@@ -165,6 +165,12 @@ class DominatingPair:
         merge; for lower bounds only. By default the pair itself."""
         return self
 
+    def top_loss(self) -> float | None:
+        """The essential supremum of the finite loss (the least ε with δ(ε) = P[L = ∞]), as
+        computed from the float parameters (within ``8u·loss_bound`` of the exact one), or None
+        when it is not known in closed form."""
+        return None
+
     def loss_bound(self) -> float:
         """A bound on |L| over the finite atoms/support used (for rounding margins)."""
         lo, hi = self._range(1e-300)
@@ -425,6 +431,13 @@ class FinitePair(DominatingPair):
 
     def lattice(self) -> float | None:
         return self.lattice_
+
+    def top_loss(self) -> float | None:
+        if self.tail_high > 0.0:  # unlisted atoms above the listed ones
+            return None
+        ls, ms = self._arrays
+        finite = ls[ms > 0.0]
+        return float(finite.max()) if finite.size else -math.inf
 
     @property
     def inf_mass(self) -> float:
@@ -797,6 +810,9 @@ class LaplacePair(DominatingPair):
     def lattice(self) -> float | None:
         return self.epsilon0
 
+    def top_loss(self) -> float | None:
+        return self.epsilon0
+
     def weaker(self, step: float) -> DominatingPair:
         """Laplace at the largest ε0′ = (1 + step)^j ≤ ε0: the profiles 1 − e^{(ε − ε0)/2} (ε ≥ 0)
         are increasing in ε0, and for symmetric pairs the profile on ε ≥ 0 orders the pairs."""
@@ -1030,6 +1046,9 @@ class GaussianPair(DominatingPair):
 
     def gdp_mu(self) -> float | None:
         return self.mu
+
+    def top_loss(self) -> float | None:
+        return math.inf if self.mu > 0.0 else 0.0
 
     def weaker(self, step: float) -> DominatingPair:
         """μ′-GDP at the largest μ′ = (1 + step)^j ≤ μ: μ′-GDP is a post-processing of μ-GDP
