@@ -267,3 +267,25 @@ def test_vectorised_characteristic_functions_are_within_their_error_bounds(a: fl
                 wt * mp.expj(mp.mpf(w) * mp.mpf(x)) for wt, x in zip(weights, p.losses, strict=True)
             ) / mp.fsum(weights)
             assert abs(mp.mpc(re[i, j], im[i, j]) - exact) <= err[i, j], (p, w)
+
+
+def test_threaded_characteristic_functions_agree_with_one_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # large evaluations are split by nodes across threads; the sums over pairs may then be taken
+    # in another order, which the rounding term of the error bound covers (mgf._finish)
+    from sharpdp.accounting.analyses import mgf
+
+    items = [(sdp.RandomizedResponse(0.01 + 0.003 * i, categories=2), 5) for i in range(60)]
+    items += [(sdp.Laplace(1.0, 0.05 + 0.01 * i), 2) for i in range(20)]
+    pairs = pld.composition._normalise_items(items)
+    om = np.linspace(0.0, 900.0, 8001)
+    monkeypatch.setattr(mgf, "_WORKERS", 2)
+    assert om.size * len(pairs) >= mgf._PARALLEL_WORK  # the threaded path is taken
+    split = mgf._log_cf_terms(pairs, 1.3, om)
+    monkeypatch.setattr(mgf, "_WORKERS", 1)
+    one = mgf._log_cf_terms(pairs, 1.3, om)
+    allowed = 8.0 * mgf.U * (len(pairs) + 4.0) * (1.0 + one[3])
+    assert np.all(np.abs(split[0] - one[0]) <= allowed)
+    for a, b in zip(split[1:], one[1:], strict=True):
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-12)

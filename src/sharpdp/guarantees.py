@@ -218,6 +218,11 @@ class Guarantee:
     def _renyi(self, alpha: float) -> float:
         return math.inf
 
+    def _randomized_response(self) -> tuple[float, int] | None:
+        """(ε, k) when this guarantee's Rényi curve is exactly that of k-ary randomized response
+        with parameter ε (RDP sums then evaluate many such items at once), else None."""
+        return None
+
     def _delta(self, epsilon: float) -> float:
         # Generic route: the tight pure-DP profile if D_∞ is finite, the Bretagnolle–Huber bound on
         # δ(0) = TV from the KL divergence, and CKS20 Prop 12 minimised over continuous α.
@@ -275,6 +280,9 @@ class PureDP(Guarantee):
 
     def _renyi(self, alpha: float) -> float:
         return _divergences.rr_renyi(self.epsilon_, alpha)
+
+    def _randomized_response(self) -> tuple[float, int] | None:
+        return self.epsilon_, 2
 
     def _delta(self, epsilon: float) -> float:
         return _divergences.rr_delta(self.epsilon_, epsilon)

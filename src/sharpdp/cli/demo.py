@@ -296,7 +296,7 @@ def _statement(s: Any, total: sdp.ApproxDP, spends: Spends) -> None:
         winner = c.explain(delta=delta).winner
         table.add_row(
             name,
-            f"{upper(c.epsilon(delta), 4)} ({winner.name})",
+            f"{upper(c.epsilon_bound(delta), 4)} ({winner.name})",
             upper(classical_epsilon(charge, delta), 4),
         )
     sharp = s.accountant.epsilon(delta)

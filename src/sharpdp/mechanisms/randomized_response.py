@@ -122,6 +122,9 @@ class RandomizedResponse(Mechanism):
     def _renyi(self, alpha: float) -> float:
         return _divergences.rr_renyi(self.epsilon_, alpha, self.categories)
 
+    def _randomized_response(self) -> tuple[float, int] | None:
+        return self.epsilon_, self.categories
+
     def _delta(self, epsilon: float) -> float:
         return _divergences.rr_delta(self.epsilon_, epsilon, self.categories)
 

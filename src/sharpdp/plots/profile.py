@@ -32,9 +32,10 @@ _POINTS = 41
 
 def default_epsilons(guarantee: sdp.Guarantee) -> np.ndarray:
     """41 equally spaced ε from 0 to 1.25·ε(δ = 1e-10) (to ε(1e-6) or 10 when that is infinite)."""
-    top = guarantee.epsilon(_SMALLEST_DELTA)
+    bound = guarantee.epsilon_bound if isinstance(guarantee, sdp.Composition) else guarantee.epsilon
+    top = bound(_SMALLEST_DELTA)
     if not math.isfinite(top) or top <= 0.0:
-        top = guarantee.epsilon(1e-6)
+        top = bound(1e-6)
     if not math.isfinite(top) or top <= 0.0:
         top = 8.0
     return np.linspace(0.0, 1.25 * top, _POINTS)

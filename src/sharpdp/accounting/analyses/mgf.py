@@ -35,9 +35,11 @@ exact δ(ε) of the composition, and the upper end is reported.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, cast
@@ -482,7 +484,38 @@ def _log_cf_terms(
     items: tuple[tuple[DominatingPair, int], ...], a: float, om: FloatArray
 ) -> tuple[ComplexArray, FloatArray, FloatArray, FloatArray]:
     """Σ c·log φ_i(ω) of the tilted pairs, with what its error bound needs: Σ c·log(|φ̃_i| + 2e_i),
-    Σ c·log(|φ̃_i| − e_i)_+ and Σ c·|log φ̃_i| (see :func:`_finish`)."""
+    Σ c·log(|φ̃_i| − e_i)_+ and Σ c·|log φ̃_i| (see :func:`_finish`).
+
+    Every node is computed on its own, so large evaluations are split by nodes across
+    :data:`_WORKERS` threads (numpy's array operations release the GIL)."""
+    if _WORKERS > 1 and om.size * len(items) >= _PARALLEL_WORK and om.size >= 2 * _WORKERS:
+        chunks = np.array_split(om, _WORKERS)
+        parts = list(_pool().map(lambda chunk: _log_cf_terms_serial(items, a, chunk), chunks))
+        log_phi = np.concatenate([part[0] for part in parts])
+        return (
+            log_phi,
+            np.concatenate([part[1] for part in parts]),
+            np.concatenate([part[2] for part in parts]),
+            np.concatenate([part[3] for part in parts]),
+        )
+    return _log_cf_terms_serial(items, a, om)
+
+
+#: Threads that share large characteristic-function evaluations (the machine's cores, up to 4).
+_WORKERS = min(os.cpu_count() or 1, 4)
+#: Nodes × pairs from which an evaluation is split across threads (below, threads cost more).
+_PARALLEL_WORK = 1 << 17
+
+
+@functools.cache
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(_WORKERS, thread_name_prefix="sharpdp-cf")
+
+
+def _log_cf_terms_serial(
+    items: tuple[tuple[DominatingPair, int], ...], a: float, om: FloatArray
+) -> tuple[ComplexArray, FloatArray, FloatArray, FloatArray]:
+    """:func:`_log_cf_terms` in the calling thread."""
     log_phi = np.zeros(om.size, dtype=np.complex128)
     log_hi = np.zeros(om.size)
     log_lo = np.zeros(om.size)
@@ -569,21 +602,34 @@ def _accumulate(
     log|φ̃| − r/(1 − r) (r < 1), and |log φ̃| ≤ |log|φ̃|| + |arg φ̃|: no logarithm of the perturbed
     magnitudes."""
     log_phi, log_hi, log_lo, abs_log = out
+    c = counts[:, 0]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mag = np.hypot(re, im)
         log_mag = np.log(mag)
         angle = np.arctan2(im, re)
         r = err / mag
-        hi = log_mag + 2.0 * r
-        if not mag.all():  # a zero magnitude: log(|φ̃| + 2e) = log(2e) there
-            hi = np.where(mag > 0.0, hi, np.log(2.0 * err))
-        lo = log_mag - r / (1.0 - r)
-        if not (r < 1.0).all():  # the error may reach |φ̃|: no lower magnitude there
-            lo = np.where(r < 1.0, lo, -np.inf)
-        log_phi += (counts * log_mag).sum(axis=0) + 1j * (counts * angle).sum(axis=0)
-        abs_log += (counts * (np.abs(log_mag) + np.abs(angle))).sum(axis=0)
-        log_hi += (counts * hi).sum(axis=0)
-        log_lo += (counts * lo).sum(axis=0)
+        # weighted sums over the rows, without (rows × nodes) temporaries: Σ c(log|φ̃| + 2r) =
+        # Σ c·log|φ̃| + 2Σ c·r, and likewise for the lower end (einsum's own loops, not BLAS,
+        # whose spinning threads would take the cores of _log_cf_terms's threads)
+        total = _weighted(c, log_mag)
+        log_phi += total + 1j * _weighted(c, angle)
+        np.abs(log_mag, out=log_mag)
+        np.abs(angle, out=angle)
+        abs_log += _weighted(c, log_mag + angle)
+        if mag.all():
+            log_hi += total + 2.0 * _weighted(c, r)
+        else:  # a zero magnitude: log(|φ̃| + 2e) = log(2e) there
+            log_mag = np.log(mag)
+            log_hi += _weighted(c, np.where(mag > 0.0, log_mag + 2.0 * r, np.log(2.0 * err)))
+        if (r < 1.0).all():
+            log_lo += total - _weighted(c, r / (1.0 - r))
+        else:  # the error may reach |φ̃|: no lower magnitude there
+            log_lo += _weighted(c, np.where(r < 1.0, np.log(mag) - r / (1.0 - r), -np.inf))
+
+
+def _weighted(c: FloatArray, rows: FloatArray) -> FloatArray:
+    """Σ_i c_i·rows[i] (one entry per node)."""
+    return np.asarray(np.einsum("k,kn->n", c, rows), dtype=np.float64)
 
 
 def _finish(

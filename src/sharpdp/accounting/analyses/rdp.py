@@ -9,7 +9,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
+import numpy as np
+import numpy.typing as npt
+
 from sharpdp import _math
+from sharpdp._divergences import rr_renyi_many
 from sharpdp.accounting._items import (
     Items,
     is_gaussian,
@@ -18,6 +22,8 @@ from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied
 from sharpdp.guarantees import Guarantee
 
+FloatArray = npt.NDArray[np.float64]
+
 
 @dataclass(frozen=True)
 class RDPSum(Guarantee):
@@ -25,22 +31,31 @@ class RDPSum(Guarantee):
     notion: ClassVar[str] = "RDP composition"
 
     @functools.cached_property
-    def _split(self) -> tuple[Fraction, Items]:
-        """(ρ, the other items): ρ = Σ c·μ²/2 over the Gaussian/GDP items, exactly. A μ-GDP item
-        has D_α = αμ²/2 at every α [Mironov 2017 Table II; BS16 Prop 1.6], so together they are
-        one linear curve, evaluated once per order instead of once per item."""
+    def _split(self) -> tuple[Fraction, Items, dict[int, tuple[FloatArray, tuple[int, ...]]]]:
+        """(ρ, the other items, randomized response by k): ρ = Σ c·μ²/2 over the Gaussian/GDP
+        items, exactly. A μ-GDP item has D_α = αμ²/2 at every α [Mironov 2017 Table II; BS16
+        Prop 1.6], so together they are one linear curve, evaluated once per order instead of
+        once per item. Items whose curve is k-ary randomized response's (pure ε-DP's is binary
+        RR's, Steinke 2024 Thm 4) are evaluated together per k: (their ε, their counts)."""
         rho = Fraction(0)
         others = []
+        rr: dict[int, list[tuple[float, int]]] = {}
         for g, c in self.items:
             if is_gaussian(g):
                 rho += Fraction(g.mu) ** 2 * c / 2
+            elif (shape := g._randomized_response()) is not None:
+                rr.setdefault(shape[1], []).append((shape[0], c))
             else:
                 others.append((g, c))
-        return rho, tuple(others)
+        arrays = {k: (np.array([e for e, _ in v]), tuple(c for _, c in v)) for k, v in rr.items()}
+        return rho, tuple(others), arrays
 
     def _renyi(self, alpha: float) -> float:
-        rho, others = self._split
+        rho, others, rr = self._split
         values = [(item.renyi(alpha), count) for item, count in others]
+        for k, (eps, counts) in rr.items():
+            # each value an upper bound (rr_renyi_many), summed below like the others
+            values.extend(zip(rr_renyi_many(eps, alpha, k).tolist(), counts, strict=True))
         if rho:  # α·ρ rounded up (Fraction(inf) is undefined: α = ∞ gives ∞)
             values.append(
                 (math.inf if alpha == math.inf else _math.float_up(Fraction(alpha) * rho), 1)
