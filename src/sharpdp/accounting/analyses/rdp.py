@@ -36,7 +36,9 @@ class RDPSum(Guarantee):
         items, exactly. A μ-GDP item has D_α = αμ²/2 at every α [Mironov 2017 Table II; BS16
         Prop 1.6], so together they are one linear curve, evaluated once per order instead of
         once per item. Items whose curve is k-ary randomized response's (pure ε-DP's is binary
-        RR's, Steinke 2024 Thm 4) are evaluated together per k: (their ε, their counts)."""
+        RR's, Steinke 2024 Thm 4) are evaluated together per k — (their ε, their counts) — when
+        there are at least :data:`_VECTORISED` of them (below, numpy's per-call overhead costs
+        more than the scalar evaluations)."""
         rho = Fraction(0)
         others = []
         rr: dict[int, list[tuple[float, int]]] = {}
@@ -47,6 +49,8 @@ class RDPSum(Guarantee):
                 rr.setdefault(shape[1], []).append((shape[0], c))
             else:
                 others.append((g, c))
+        if sum(len(v) for v in rr.values()) < _VECTORISED:
+            return rho, tuple(g_c for g_c in self.items if not is_gaussian(g_c[0])), {}
         arrays = {k: (np.array([e for e, _ in v]), tuple(c for _, c in v)) for k, v in rr.items()}
         return rho, tuple(others), arrays
 
@@ -69,6 +73,10 @@ class RDPSum(Guarantee):
         # many items: fsum is within an ulp of the sum of the products, each within half an ulp
         total = math.fsum(c * v for v, c in values)
         return total if total == 0.0 else _math.up(total, 2)
+
+
+#: Fewest randomized-response/pure-DP items for which RDP sums evaluate their curves together.
+_VECTORISED = 16
 
 
 @analysis("rdp", "Mironov 2017 Prop 1 (RDP adds) + CKS20 Prop 12 over continuous α")
