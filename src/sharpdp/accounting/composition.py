@@ -205,6 +205,9 @@ class Composition(Composed):
                     refused = err
             except (NotImplied, NumericalError):
                 continue
+            # it answered, or showed that the exact composition of its pairs cannot beat the
+            # best value: the analyses it supersedes bound that same composition
+            superseded.update(a.supersedes)
         return best, refused
 
     def _epsilon(self, delta: float) -> float:

@@ -30,7 +30,8 @@ class Analysis:
     from above while this one brackets it at least as narrowly (within the composition's
     accuracy): once this analysis answers a query, they are skipped — by queries and by
     ``explain``, which says so — since they could only improve on it by less than the accuracy
-    promised (exact ≤ value ≤ exact·(1 + accuracy) holds either way).
+    promised (exact ≤ value ≤ exact·(1 + accuracy) holds either way). They are skipped too when
+    a costly analysis shows that this exact composition cannot beat the best value so far.
     """
 
     name: str

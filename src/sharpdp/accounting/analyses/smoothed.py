@@ -252,6 +252,18 @@ class _SmoothedGuarantee(Guarantee):
         """A coarse smoothing (μ = 10⁻²): its saddle points choose μ, its root starts ε(δ)."""
         return SmoothedInversion(self.pairs, _PROBE_MU, _TOLERANCE * self.accuracy)
 
+    def value_unless_beaten(self, quantity: str, at: float, rival: float) -> float:
+        """ε(δ) or δ(ε), or ``inf`` when the coarse smoothing's certified lower profile shows
+        that the exact composition of these pairs is at least ``rival``: no bound from them
+        could then be below it (exponential mechanisms read as pure DP, for instance, lose to
+        their Rényi curves, and the fine inversion would be wasted)."""
+        if math.isfinite(rival) and rival > 0.0:
+            # δ_lo(x) > y certifies exact δ(x) > y, i.e. exact ε(y) > x
+            point, level = (rival, at) if quantity == "epsilon" else (at, rival)
+            if self._probe._evaluate(point)[0] > level:
+                return math.inf
+        return self.epsilon(at) if quantity == "epsilon" else self.delta(at)
+
     def _delta(self, epsilon: float) -> float:
         mu = _mu_for(self._probe, epsilon, self.accuracy, in_epsilon=False)
         for _ in range(_HALVINGS + 1):
@@ -296,6 +308,7 @@ class _SmoothedGuarantee(Guarantee):
     "Zhu–Dong–Wang 2022 + Abate–Whitt 1992 on the composition with a μ-GDP pair (an upper "
     "bound), minus a Gaussian majorant of what that pair adds: certified to the requested "
     "accuracy for (nearly) atomic laws",
+    costly=True,
     supersedes=("pld",),
 )
 def _smoothed(items: Items, adaptive: bool) -> Guarantee:
