@@ -258,11 +258,24 @@ class _SmoothedGuarantee(Guarantee):
         could then be below it (exponential mechanisms read as pure DP, for instance, lose to
         their Rényi curves, and the fine inversion would be wasted)."""
         if math.isfinite(rival) and rival > 0.0:
-            # δ_lo(x) > y certifies exact δ(x) > y, i.e. exact ε(y) > x
+            # δ_lo(x) > y certifies exact δ(x) > y, i.e. exact ε(y) > x; the certificate costs an
+            # inversion, so it is sought only where the saddle-point estimate of δ(x) (as the
+            # PLD's planning uses) says it will be found
             point, level = (rival, at) if quantity == "epsilon" else (at, rival)
-            if self._probe._evaluate(point)[0] > level:
-                return math.inf
+            if level > 0.0 and self._likely_above(point, level):
+                if self._probe._evaluate(point)[0] > level:
+                    return math.inf
         return self.epsilon(at) if quantity == "epsilon" else self.delta(at)
+
+    def _likely_above(self, epsilon: float, level: float) -> bool:
+        """Whether the saddle-point *estimate* of δ(ε) (not a bound) exceeds twice ``level``:
+        log δ ≈ K(a) − aε − log(a(a + 1)) − ½log(2πK″(a)) at the saddle point a."""
+        try:
+            a, k, k2 = self._probe._saddle(epsilon)
+        except NumericalError:
+            return False
+        estimate = k - a * epsilon - math.log(a * (a + 1.0)) - 0.5 * math.log(2.0 * math.pi * k2)
+        return estimate > math.log(2.0 * level)
 
     def _delta(self, epsilon: float) -> float:
         mu = _mu_for(self._probe, epsilon, self.accuracy, in_epsilon=False)
