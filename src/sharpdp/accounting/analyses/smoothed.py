@@ -262,9 +262,9 @@ class _SmoothedGuarantee(Guarantee):
             # inversion, so it is sought only where the saddle-point estimate of δ(x) (as the
             # PLD's planning uses) says it will be found
             point, level = (rival, at) if quantity == "epsilon" else (at, rival)
-            if level > 0.0 and self._likely_above(point, level):
-                if self._probe._evaluate(point)[0] > level:
-                    return math.inf
+            likely = level > 0.0 and self._likely_above(point, level)
+            if likely and self._probe._evaluate(point)[0] > level:
+                return math.inf
         return self.epsilon(at) if quantity == "epsilon" else self.delta(at)
 
     def _likely_above(self, epsilon: float, level: float) -> bool:
