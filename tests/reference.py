@@ -28,6 +28,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from itertools import product
 
 import mpmath as mp
 
@@ -116,6 +117,30 @@ def rr_delta(epsilon0: float, epsilon: float, categories: int = 2) -> mp.mpf:
 def rr_renyi(epsilon0: float, alpha: float, categories: int = 2) -> mp.mpf:
     """Exact D_α of k-ary RR by enumeration."""
     return sym_renyi(*rr_pair(epsilon0, categories), alpha)
+
+
+def rr_outcomes(epsilons: Sequence[object]) -> Iterator[tuple[mp.mpf, mp.mpf]]:
+    """(loss, P-mass) of every outcome of the product of binary ε_i-randomized-response pairs:
+    the loss is Σ ±ε_i, the mass Π e^{ε_i}/(1 + e^{ε_i}) over the + signs times Π 1/(1 + e^{ε_i})
+    over the − signs (2^n outcomes, not merged)."""
+    eps = [_mpf(e) for e in epsilons]
+    for signs in product((1, -1), repeat=len(eps)):
+        loss = mp.fsum(s * e for s, e in zip(signs, eps, strict=True))
+        mass = mp.fprod(
+            (mp.exp(e) if s > 0 else 1) / (1 + mp.exp(e)) for s, e in zip(signs, eps, strict=True)
+        )
+        yield loss, mass
+
+
+def laplace_pair_delta(t: object, epsilon0: object) -> mp.mpf:
+    """δ(t) at any real t of the Laplace pair with ε0 = Δ/b, in closed form: 1 − e^t for t ≤ −ε0,
+    1 − e^{(t − ε0)/2} on [−ε0, ε0], 0 above (checked against quadrature in the tests)."""
+    tt, e0 = _mpf(t), _mpf(epsilon0)
+    if tt >= e0:
+        return mp.mpf(0)
+    if tt <= -e0:
+        return 1 - mp.exp(tt)
+    return 1 - mp.exp((tt - e0) / 2)
 
 
 def approx_dp_delta(epsilon0: float, delta0: float, epsilon: float) -> mp.mpf:

@@ -22,6 +22,7 @@ import mpmath as mp
 import pytest
 
 import sharpdp as sdp
+from reference import laplace_delta_quad, laplace_pair_delta, rr_outcomes
 from sharpdp.accounting import pld
 
 mp.mp.dps = 40
@@ -57,20 +58,11 @@ def _items() -> list[sdp.Guarantee | tuple[sdp.Guarantee, int]]:
     return out
 
 
-def _laplace_profile(t: mp.mpf, e0: mp.mpf) -> mp.mpf:
-    """δ(t) of one Laplace pair: 1 − e^t for t ≤ −ε0, 1 − e^{(t − ε0)/2} on [−ε0, ε0], 0 above."""
-    if t >= e0:
-        return mp.mpf(0)
-    if t <= -e0:
-        return 1 - mp.exp(t)
-    return 1 - mp.exp((t - e0) / 2)
-
-
 def _two_laplace_profile(t: mp.mpf, e0: mp.mpf) -> mp.mpf:
     """δ(t) of two Laplace pairs: E[δ_Lap(t − L)] over one pair's loss L, whose law under P is
     an atom at ε0 (mass 1/2), one at −ε0 (mass e^{−ε0}/2) and the density e^{(l − ε0)/2}/4 on
     (−ε0, ε0); the integral of the density against each exponential piece in closed form."""
-    atoms = _laplace_profile(t - e0, e0) / 2 + mp.exp(-e0) / 2 * _laplace_profile(t + e0, e0)
+    atoms = laplace_pair_delta(t - e0, e0) / 2 + mp.exp(-e0) / 2 * laplace_pair_delta(t + e0, e0)
 
     def prim(lo: mp.mpf, hi: mp.mpf, piece: str) -> mp.mpf:
         if hi <= lo:
@@ -93,15 +85,18 @@ def _exact_delta(epsilon: float) -> mp.mpf:
     e0 = mp.mpf(E0)
     eps = mp.mpf(epsilon)
     finite = mp.fprod(1 - d for _, d in expanded)
-    total = mp.mpf(0)
-    for signs in itertools.product((1, -1), repeat=len(expanded)):
-        loss = mp.fsum(s * e for s, (e, _) in zip(signs, expanded, strict=True))
-        mass = mp.fprod(
-            (mp.exp(e) if s > 0 else 1) / (1 + mp.exp(e))
-            for s, (e, _) in zip(signs, expanded, strict=True)
-        )
-        total += mass * _two_laplace_profile(eps - loss, e0)
+    outcomes = rr_outcomes([e for e, _ in expanded])
+    total = mp.fsum(mass * _two_laplace_profile(eps - loss, e0) for loss, mass in outcomes)
     return (1 - finite) + finite * total
+
+
+def test_the_laplace_pair_profile_matches_quadrature() -> None:
+    # t ≥ 0: the mechanism's profile by quadrature; t < 0: the symmetric pair's identity
+    # δ(t) = 1 − e^t + e^t·δ(−t)
+    for t in (0.0, 0.05, 0.15, 0.2049, 0.3):
+        assert abs(laplace_pair_delta(t, E0) - laplace_delta_quad(1.0, t, E0)) <= 1e-25
+        reflected = 1 - mp.exp(-t) + mp.exp(-t) * laplace_delta_quad(1.0, t, E0)
+        assert abs(laplace_pair_delta(-t, E0) - reflected) <= 1e-25
 
 
 def test_the_two_laplace_profile_matches_quadrature() -> None:
@@ -114,9 +109,9 @@ def test_the_two_laplace_profile_matches_quadrature() -> None:
     for t in (-0.5, -0.3, -0.1, 0.0, 0.15, 0.3, 0.39):
         tt = mp.mpf(t)
         points = sorted({float(x) for x in (-e0, tt - e0, tt + e0, e0) if -e0 <= x <= e0})
-        quad = mp.quad(lambda x, tt=tt: density(x) * _laplace_profile(tt - x, e0), points)
-        want = quad + _laplace_profile(tt - e0, e0) / 2
-        want += mp.exp(-e0) / 2 * _laplace_profile(tt + e0, e0)
+        quad = mp.quad(lambda x, tt=tt: density(x) * laplace_pair_delta(tt - x, e0), points)
+        want = quad + laplace_pair_delta(tt - e0, e0) / 2
+        want += mp.exp(-e0) / 2 * laplace_pair_delta(tt + e0, e0)
         assert abs(_two_laplace_profile(tt, e0) - want) <= mp.mpf(10) ** -30
 
 

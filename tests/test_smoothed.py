@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import mpmath as mp
@@ -24,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sharpdp as sdp
+from reference import laplace_pair_delta, rr_outcomes
 from sharpdp.accounting import pld
 from sharpdp.accounting.analyses.smoothed import (
     _PHI0,
@@ -71,16 +71,9 @@ def _exact_delta(items: list[tuple[mp.mpf, mp.mpf]], epsilon: float) -> mp.mpf:
     else the ε0-RR pairs, whose loss is Σ ±ε0_i with P-masses e^{ε0}/(1 + e^{ε0}) at +ε0."""
     finite = mp.fprod(1 - d for _, d in items)
     eps = mp.mpf(epsilon)
-    total = mp.mpf(0)
-    for signs in itertools.product((1, -1), repeat=len(items)):
-        loss = mp.fsum(s * e for s, (e, _) in zip(signs, items, strict=True))
-        if loss <= eps:
-            continue
-        mass = mp.fprod(
-            (mp.exp(e) if s > 0 else 1) / (1 + mp.exp(e))
-            for s, (e, _) in zip(signs, items, strict=True)
-        )
-        total += mass * (1 - mp.exp(eps - loss))
+    total = mp.fsum(
+        mass * (1 - mp.exp(eps - loss)) for loss, mass in rr_outcomes([e for e, _ in items]) if loss > eps
+    )
     return (1 - finite) + finite * total
 
 
@@ -183,25 +176,9 @@ def _exact_delta_with_laplace(
     outcome, δ(ε) = Σ_s P(s)·δ_Lap(ε − l(s)) (the composition theorem of privacy loss
     distributions), with the Laplace profile in closed form: 1 − e^t for t ≤ −ε0,
     1 − e^{(t − ε0)/2} on [−ε0, ε0], 0 beyond."""
-    e0 = mp.mpf(eps0)
-
-    def lap(t: mp.mpf) -> mp.mpf:
-        if t >= e0:
-            return mp.mpf(0)
-        if t <= -e0:
-            return 1 - mp.exp(t)
-        return 1 - mp.exp((t - e0) / 2)
-
     eps = mp.mpf(epsilon)
-    total = mp.mpf(0)
-    for signs in itertools.product((1, -1), repeat=len(items)):
-        loss = mp.fsum(s * e for s, (e, _) in zip(signs, items, strict=True))
-        mass = mp.fprod(
-            (mp.exp(e) if s > 0 else 1) / (1 + mp.exp(e))
-            for s, (e, _) in zip(signs, items, strict=True)
-        )
-        total += mass * lap(eps - loss)
-    return total
+    outcomes = rr_outcomes([e for e, _ in items])
+    return mp.fsum(mass * laplace_pair_delta(eps - loss, eps0) for loss, mass in outcomes)
 
 
 @settings(max_examples=10, deadline=None)

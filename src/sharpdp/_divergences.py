@@ -77,10 +77,8 @@ def rr_renyi_many(epsilons: npt.NDArray[np.float64], alpha: float, categories: i
     import numpy as np
 
     eps = np.asarray(epsilons, dtype=np.float64)
-    out = np.empty(eps.shape)
-    if alpha == math.inf:
-        out[:] = eps
-        return out
+    if alpha == math.inf:  # D_∞ = ε exactly
+        return eps.copy()
     lam = alpha - 1.0
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         e = np.exp(-eps)

@@ -41,16 +41,18 @@ class RDPSum(Guarantee):
         more than the scalar evaluations)."""
         rho = Fraction(0)
         others = []
+        shaped = []
         rr: dict[int, list[tuple[float, int]]] = {}
         for g, c in self.items:
             if is_gaussian(g):
                 rho += Fraction(g.mu) ** 2 * c / 2
             elif (shape := g._randomized_response()) is not None:
                 rr.setdefault(shape[1], []).append((shape[0], c))
+                shaped.append((g, c))
             else:
                 others.append((g, c))
-        if sum(len(v) for v in rr.values()) < _VECTORISED:
-            return rho, tuple(g_c for g_c in self.items if not is_gaussian(g_c[0])), {}
+        if len(shaped) < _VECTORISED:
+            return rho, (*others, *shaped), {}
         arrays = {k: (np.array([e for e, _ in v]), tuple(c for _, c in v)) for k, v in rr.items()}
         return rho, tuple(others), arrays
 

@@ -247,10 +247,10 @@ def _merge_gaussians(
 
 
 def _common_lattice(a: float, b: float) -> float | None:
-    """The largest c with a/c and b/c whole numbers up to 1e-12 relative (a and b rationally
+    """The largest c with a/c and b/c whole numbers up to 1e-14 relative (a and b rationally
     related with denominators ≤ 1000), or None."""
     ratio = Fraction(b / a).limit_denominator(1000)
-    if ratio <= 0 or abs(b / a - float(ratio)) > 1e-12 * (b / a):
+    if ratio <= 0 or abs(b / a - float(ratio)) > 1e-14 * (b / a):
         return None
     return a / ratio.denominator
 
@@ -757,7 +757,8 @@ class PLDResult:
             return 0.0, 0.0
         if d < self.inf_mass:
             return math.inf, math.inf
-        if d == self.inf_mass:
+        if d == 0.0 and all(pair.inf_mass == 0.0 for pair, _ in self.items):
+            # no mass at +∞ at all (a float P[L = ∞] could round an exact positive one to δ)
             top = self._top_loss()
             if top is not None:
                 return top
@@ -774,8 +775,8 @@ class PLDResult:
         return float(lo), float(hi)
 
     def _top_loss(self) -> tuple[float, float] | None:
-        """A bracket of the essential supremum of the composed finite loss — the exact ε at
-        δ = P[L = ∞], since δ(ε) = P[L = ∞] iff L ≤ ε almost surely — or None when a pair's is
+        """A bracket of the essential supremum of the composed loss — the exact ε at δ = 0 when
+        no pair has mass at +∞, since δ(ε) = 0 iff L ≤ ε almost surely — or None when a pair's is
         not known. It is Σ c·(each pair's), summed correctly rounded (``math.fsum``) and widened by
         the parameters' float margins (8u·c·|loss| per pair) and two ulps."""
         tops = [(pair.top_loss(), pair.loss_bound(), c) for pair, c in self.items]
