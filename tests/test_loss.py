@@ -317,6 +317,60 @@ def test_discrete_laplace_and_gaussian_match_summation() -> None:
             assert hi - lo <= 1e-4 * hi + 1e-15
 
 
+@pytest.mark.parametrize(("scale", "sens"), [(0.5, 64), (3.0, 64), (3.0, 200), (50.0, 150)])
+def test_discrete_laplace_log_mgf_in_closed_form_matches_the_noise_law(
+    scale: float, sens: int
+) -> None:
+    """Large sensitivities take the log-MGF as a geometric sum; here it is summed directly from
+    the law P(z) ∝ e^{−|z|/b} and the loss (|z − Δ| − |z|)/b, including orders β < −½ where
+    masses that underflow in floats carry most of E_P[e^{βL}]."""
+    pair = pld.pairs.discrete_laplace_pair(scale, sens)
+    assert type(pair) is pld.pairs.DiscreteLaplacePair
+    t = mp.mpf(scale)
+    zmax = int(60 * scale) + sens + 10
+    zs = range(-zmax, zmax + 1)
+    norm = mp.fsum(mp.e ** (-abs(z) / t) for z in zs)
+    for beta in (-2.0, -0.7, -0.5, -0.3, 0.0, 0.4, 2.0):
+        b = mp.mpf(beta)
+        exact = mp.log(
+            mp.fsum(mp.e ** (-abs(z) / t + b * (abs(z - sens) - abs(z)) / t) for z in zs) / norm
+        )
+        got = float(pair.log_mgf(np.array([beta]))[0])
+        assert abs(got - float(exact)) <= 1e-12 * max(1.0, abs(float(exact))), (beta, got, exact)
+
+
+def test_discrete_laplace_with_a_large_sensitivity_composes_within_its_bracket() -> None:
+    item = DiscreteLaplace(40, 100)  # 101 atoms: the closed-form log-MGF is used
+    result = pld.compose_pld([item, sdp.Laplace(2.0)])
+    assert isinstance(pld.dominating_pairs(item)[0][0], pld.pairs.DiscreteLaplacePair)
+    alone = pld.compose_pld([item])
+    for eps in (0.5, 1.5, 2.4):
+        ex = float(discrete_laplace_delta(40.0, 100, eps))
+        lo, hi = alone.delta_bracket(eps)
+        assert lo <= ex <= hi, (eps, lo, ex, hi)
+    # with Laplace(2) (ε0 = ½): δ(ε) is at least the discrete part's own δ(ε + ½) [the Laplace
+    # loss is ≤ ½], and the composition is (Δ/b + ½, 0) = (3, 0)-DP
+    assert result.delta(2.0) >= float(discrete_laplace_delta(40.0, 100, 2.5))
+    assert result.delta(3.1) == 0.0
+
+
+def test_mechanisms_without_a_pair_use_their_characterisation() -> None:
+    """The interval quantile is exactly ε-BR (its characterisation): the PLD composes it as the
+    ε-RR pair, like the exponential mechanism, instead of declining the whole composition."""
+    from sharpdp.mechanisms import Quantile
+
+    q = Quantile(0.3, 0.5, bounds=(0.0, 100.0), cells=100)
+    assert pld.supports(q)
+    ((pair, count),) = pld.dominating_pairs(q)
+    assert count == 1
+    assert sorted(pair.losses) == [-0.3, 0.3]
+    mixed = pld.compose_pld([q, sdp.Laplace(1.0)]).epsilon(1e-6)
+    assert mixed == pld.compose_pld([sdp.PureDP(0.3), sdp.Laplace(1.0)]).epsilon(1e-6)
+    rows = {r.name: r for r in sdp.compose([q, sdp.Laplace(1.0)]).explain(delta=1e-6).rows}
+    assert rows["pld"].value is not None
+    assert not pld.supports(sdp.ZCDP(0.1))  # a guarantee with no pair still has none
+
+
 def test_laplace_k_fold_is_certified_and_below_the_pure_dp_bound() -> None:
     """500 × Laplace(b = 10): the bracket is within 1e-4, and ε0-Laplace being ε0-DP, the value
     is below the (KOV) k-fold 0.1-DP value."""

@@ -42,7 +42,7 @@ def _atomic(pair: DominatingPair) -> bool:
 
 def _group_size(pair: FinitePair, count: int) -> int:
     """How many atoms the count-fold law of ``pair`` has (multisets of its atoms)."""
-    m = sum(1 for mass in pair.masses if mass > 0.0)
+    m = int(np.count_nonzero(pair._arrays[1] > 0.0))
     return math.comb(count + m - 1, m - 1) if m > 0 else 1
 
 

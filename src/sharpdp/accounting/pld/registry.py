@@ -62,7 +62,27 @@ def _lookup(item: object) -> Callable[[Any], Decomposition | DominatingPair] | N
         fn = _LAZY.get((klass.__module__, klass.__qualname__))
         if fn is not None:
             return fn
-    return None
+    return _by_characterisation(item)
+
+
+def _by_characterisation(item: object) -> Callable[[Any], Decomposition | DominatingPair] | None:
+    """A mechanism without a pair of its own takes its characterisation's: the characterisation is
+    the mechanism's worst case over neighbours (``Mechanism.characterisation``), so a pair that
+    dominates the guarantee dominates the mechanism (e.g. the interval quantile, exactly ε-BR,
+    takes the ε-RR pair)."""
+    characterise = getattr(item, "characterisation", None)
+    if not callable(characterise):
+        return None
+    try:
+        guarantee = characterise()
+    except NotImplementedError:
+        return None
+    if guarantee is item or type(guarantee) is type(item):
+        return None
+    fn = _lookup(guarantee)
+    if fn is None:
+        return None
+    return lambda _item: fn(guarantee)
 
 
 def supports(item: object) -> bool:
