@@ -354,6 +354,23 @@ def test_discrete_laplace_with_a_large_sensitivity_composes_within_its_bracket()
     assert result.delta(3.1) == 0.0
 
 
+def test_a_discrete_gaussian_too_wide_for_the_pld_leaves_the_composition_to_rdp() -> None:
+    """A pair table of ~27σ atoms is refused beyond MAX_GAUSSIAN_ATOMS (σ = 2·10⁵ used to exhaust
+    memory); a composition then answers by the analyses that need no atoms."""
+    wide = DiscreteGaussian(2e5, 100)
+    with pytest.raises(sdp.NumericalError, match="too many atoms"):
+        pld.dominating_pairs(wide)
+    c = sdp.compose([wide, (sdp.Laplace(10.0), 3)])
+    eps = c.epsilon(1e-6)
+    rows = {r.name: r for r in c.explain(delta=1e-6).rows}
+    assert rows["pld"].value is None
+    # between the Laplace part alone (composition never lowers ε) and the classical zCDP bound
+    # of ρ = Δ²/(2σ²) + 3·ε0²/2 (Bun–Steinke 2016: Prop 1.4 for the Laplace, Lemma 3.5 to (ε, δ))
+    rho = 100**2 / (2 * 2e5**2) + 3 * 0.1**2 / 2
+    assert sdp.compose([(sdp.Laplace(10.0), 3)]).epsilon(1e-6) <= eps
+    assert eps <= rho + 2 * math.sqrt(rho * math.log(1e6))
+
+
 def test_mechanisms_without_a_pair_use_their_characterisation() -> None:
     """The interval quantile is exactly ε-BR (its characterisation): the PLD composes it as the
     ε-RR pair, like the exponential mechanism, instead of declining the whole composition."""

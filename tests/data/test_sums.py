@@ -185,3 +185,20 @@ def test_sum_clamp_argument_is_checked(small: pd.DataFrame) -> None:
         s.sum("amount", bounds=(0, 10), privacy=sdp.PureDP(1), clamp="group")
     with pytest.raises(sdp.InvalidParameter, match="max_rows does not apply"):
         s.sum("amount", bounds=(0, 10), privacy=sdp.PureDP(1), clamp="person", max_rows=2)
+
+
+def test_zcdp_mean_with_a_wide_discrete_gaussian_is_priced_and_spent(small: pd.DataFrame) -> None:
+    """A zCDP mean's sum noise is a discrete Gaussian with σ of ~10⁶ grid steps: too many atoms for
+    the PLD and MGF analyses, which decline; RDP prices it (it used to raise NumericalError)."""
+    s = sdp.data.Session(small, "person", sdp.ApproxDP(1.0, 1e-6), seed=5)
+    q = s.mean("amount", bounds=(-30, 150), privacy=sdp.ZCDP(0.01), max_rows=100)
+    e = q.explain()
+    sum_noise = e.statistics[0].mechanism
+    assert isinstance(sum_noise, sdp.DiscreteGaussian)
+    assert sum_noise.sigma > 1e5
+    # ρ = 0.01 in zCDP: the classical conversion ρ + 2√(ρ log(1/δ)) [Bun–Steinke 2016, Lemma 3.5]
+    # is a valid upper bound, and the spend may not exceed it
+    classical = 0.01 + 2 * math.sqrt(0.01 * math.log(1e6))
+    assert 0.0 < e.cost <= classical
+    q.run(rng=0)
+    assert s.accountant.epsilon(1e-6) <= classical

@@ -63,6 +63,12 @@ class Composition(Composed):
                 self._cache[a.name] = refine(self.accuracy) if refine is not None else g
             except NotImplied as err:
                 self._cache[a.name] = str(err)
+            except AccuracyNotReached:
+                raise
+            except NumericalError as err:
+                # an analysis that cannot represent an item (e.g. a discrete Gaussian too wide
+                # for the PLD's atom table) declines; the others still bound the composition
+                self._cache[a.name] = f"cannot represent the items: {err}"
         return self._cache[a.name]
 
     def _prepared(self) -> list[tuple[Analysis, Guarantee | str]]:
