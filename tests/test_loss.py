@@ -339,6 +339,27 @@ def test_discrete_laplace_log_mgf_in_closed_form_matches_the_noise_law(
         assert abs(got - float(exact)) <= 1e-12 * max(1.0, abs(float(exact))), (beta, got, exact)
 
 
+@pytest.mark.parametrize(("sigma", "sens"), [(64.0, 1), (100.0, 7), (150.0, 40)])
+def test_discrete_gaussian_log_mgf_in_closed_form_matches_the_noise_law(
+    sigma: float, sens: int
+) -> None:
+    """From σ = 64 on the log-MGF is the Gaussian's (β + β²)Δ²/(2σ²) (Poisson summation; the
+    theta-function correction is at most about 4e^{−2π²σ²}); here it is summed from P(z) ∝ e^{−z²/(2σ²)}."""
+    pair = pld.pairs.discrete_gaussian_pair(sigma, sens)
+    assert type(pair) is pld.pairs.DiscreteGaussianPair
+    s2 = 2 * mp.mpf(sigma) ** 2
+    zs = range(-int(40 * sigma) - sens, int(40 * sigma) + sens + 1)
+    norm = mp.fsum(mp.e ** (-(z * z) / s2) for z in zs)
+    for beta in (-2.0, -0.5, 0.0, 0.7, 3.0):
+        b = mp.mpf(beta)
+        exact = mp.log(
+            mp.fsum(mp.e ** (-(z * z) / s2 + b * (sens * sens - 2 * z * sens) / s2) for z in zs)
+            / norm
+        )
+        got = float(pair.log_mgf(np.array([beta]))[0])
+        assert abs(got - float(exact)) <= 1e-13 * max(1.0, abs(float(exact))), (beta, got, exact)
+
+
 def test_discrete_laplace_with_a_large_sensitivity_composes_within_its_bracket() -> None:
     item = DiscreteLaplace(40, 100)  # 101 atoms: the closed-form log-MGF is used
     result = pld.compose_pld([item, sdp.Laplace(2.0)])
