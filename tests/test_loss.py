@@ -392,6 +392,16 @@ def test_a_discrete_gaussian_too_wide_for_the_pld_leaves_the_composition_to_rdp(
     assert eps <= rho + 2 * math.sqrt(rho * math.log(1e6))
 
 
+def test_a_discrete_laplace_too_wide_for_the_pld_leaves_the_composition_to_others() -> None:
+    wide = DiscreteLaplace(2**23, 2**23)  # ε0 = 1, with 2²³ + 1 atoms
+    with pytest.raises(sdp.NumericalError, match="too many atoms"):
+        pld.dominating_pairs(wide)
+    c = sdp.compose([wide, sdp.PureDP(0.5)])
+    assert {r.name: r for r in c.explain(delta=0.0).rows}["pld"].value is None
+    assert c.epsilon(0.0) == pytest.approx(1.5)  # pure: Σ ε0, exactly
+    assert c.epsilon(1e-6) <= 1.5
+
+
 def test_mechanisms_without_a_pair_use_their_characterisation() -> None:
     """The interval quantile is exactly ε-BR (its characterisation): the PLD composes it as the
     ε-RR pair, like the exponential mechanism, instead of declining the whole composition."""
