@@ -45,6 +45,7 @@ import os
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -1218,7 +1219,7 @@ def _open_file(path: str, timeout: float) -> tuple[sqlite3.Connection, int]:
         version = _check_schema(conn, path)
         # A no-op for ledgers we created. Where WAL is unavailable SQLite keeps its rollback
         # journal, which with synchronous=FULL and BEGIN IMMEDIATE is just as durable and serial.
-        conn.execute("PRAGMA journal_mode = WAL").fetchall()
+        _switch_to_wal(conn, timeout)
     except sqlite3.Error as err:
         conn.close()
         raise LedgerError(f"ledger {path!r} is corrupted or unreadable: {err}") from err
@@ -1228,8 +1229,45 @@ def _open_file(path: str, timeout: float) -> tuple[sqlite3.Connection, int]:
     return conn, version
 
 
+def _switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """``PRAGMA journal_mode = WAL``, retried while another opener holds the lock.
+
+    Switching a rollback-journal file (e.g. a version-1 ledger) to WAL escalates a shared lock to
+    an exclusive one. When two openers do so at once, SQLite answers one with SQLITE_BUSY at once,
+    without waiting (its deadlock avoidance), so the busy timeout does not help. By the retry the
+    other has switched the file, and the pragma is a no-op.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchall()
+            return
+        except sqlite3.OperationalError as err:
+            text = str(err).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.1)
+
+
 def _check_schema(conn: sqlite3.Connection, path: str) -> int:
-    """Check the file's format, schema version and tables (read-only); return the version."""
+    """Check the file's format, schema version and tables (read-only); return the version.
+
+    The reads run in one read transaction: read one by one, another opener's migration could
+    commit between the table list and the version row, and a file being migrated would be
+    reported broken ("version 2 but no budgets table").
+    """
+    if conn.in_transaction:  # the caller's transaction is the snapshot (e.g. the migration's)
+        return _check_schema_snapshot(conn, path)
+    conn.execute("BEGIN")
+    try:
+        return _check_schema_snapshot(conn, path)
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def _check_schema_snapshot(conn: sqlite3.Connection, path: str) -> int:
     tables = {
         str(name): str(kind)
         for name, kind in conn.execute("SELECT name, type FROM sqlite_master").fetchall()
