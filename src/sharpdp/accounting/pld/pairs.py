@@ -585,7 +585,9 @@ def approx_dp_pair(epsilon: float, delta: float) -> DominatingPair:
     )
 
 
-@functools.lru_cache(maxsize=256)  # pairs are immutable; a large sensitivity lists d + 1 atoms
+# Pairs are immutable, and one composition asks for the same pair several times; the cache is
+# small because a wide pair lists millions of atoms (up to MAX_ATOMS, ~200 MB).
+@functools.lru_cache(maxsize=4)
 def discrete_laplace_pair(scale: float, sensitivity: int) -> DominatingPair:
     """The pair (Z, Z + Δ) of discrete Laplace noise, P(z) ∝ exp(−|z|/scale), integer Δ ≥ 0.
 
@@ -637,8 +639,9 @@ class DiscreteLaplacePair(FinitePair):
         E_P[e^{βL}] = m·e^{βdA} + m·e^{−dA(1+β)} + c·e^{βdA}·Σ_{z=1}^{d−1} e^{xz},  x = −A(1 + 2β),
 
     a geometric sum, Σ_{z=1}^{n} e^{xz} = e^{x}(1 − e^{xn})/(1 − e^{x}) (x < 0; mirrored for x > 0,
-    n at x = 0), evaluated with ``expm1`` and combined in log space. It is the exact sum of every
-    atom (the listed sum drops masses that underflow to 0, a relative difference below 1e-300).
+    n at x = 0), evaluated with ``expm1`` and combined in log space. It sums every atom, including
+    those whose P-mass underflows to 0 in the listed table: at β < −½ they carry most of the sum,
+    which the listed atoms alone understate (by hundreds in log space for a small scale).
     """
 
     def log_mgf(self, beta: FloatArray) -> FloatArray:
@@ -674,6 +677,7 @@ class DiscreteLaplacePair(FinitePair):
 MAX_GAUSSIAN_ATOMS = 2**20
 
 
+@functools.lru_cache(maxsize=4)  # as discrete_laplace_pair's: immutable, and possibly wide
 def discrete_gaussian_pair(sigma: float, sensitivity: int, tail: float = 1e-40) -> DominatingPair:
     """The pair (Z, Z + Δ) of discrete Gaussian noise, P(z) ∝ exp(−z²/(2σ²)), integer Δ ≥ 0.
 
@@ -741,8 +745,8 @@ class DiscreteGaussianPair(FinitePair):
         log E_P[e^{βL}] = (β + β²)·Δ²/(2σ²) + log(1 + 2Σ q^{k²} cos(2πkβΔ)) − log(1 + 2Σ q^{k²}),
 
     the Gaussian's (Δ/σ)-GDP log-MGF plus a correction below 4q in absolute value (q < 10⁻³⁵⁰⁰⁰
-    from σ = 64 on: 0 in double precision). It is the MGF of the untruncated law, at least that of
-    the listed atoms, so the Chernoff bounds built on it stay valid.
+    from σ = 64 on: 0 in double precision). It is the MGF of the untruncated law; the listed atoms'
+    (renormalised over the table) differ from it by at most their tail bound, ~1e-40 relative.
     """
 
     half_mu2: float = 0.0  # Δ²/(2σ²)
