@@ -31,18 +31,21 @@ P = 2**31 - 1
 
 
 def rank_hash(parts: Sequence[Any], salt: str) -> int:
-    """The bounding hash, from its specification: codes cᵢ (integers mod P; other values the first 7
-    hex digits of the MD5 of their text), h ← (h·((aᵢcᵢ + bᵢ) mod P) + eᵢ) mod P from h = 1, with
+    """The bounding hash, from its specification: codes cᵢ, first the integers (mod P) in order,
+    then, if any other part, one code for all of them, the first 7 hex digits of the MD5 of
+    salt ‖ '|' text ‖ '|' text …; h ← (h·((aᵢcᵢ + bᵢ) mod P) + eᵢ) mod P from h = 1, with
     (aᵢ, bᵢ, eᵢ) read from SHA-256(salt:i) as three big-endian 64-bit words."""
+    integral = [p for p in parts if isinstance(p, bool | int | np.integer | np.bool_)]
+    textual = [p for p in parts if not isinstance(p, bool | int | np.integer | np.bool_)]
+    codes = [int(p) % P for p in integral]
+    if textual:
+        text = salt + "".join("|" + _text(p) for p in textual)
+        codes.append(int(hashlib.md5(text.encode()).hexdigest()[:7], 16))
     h = 1
-    for i, part in enumerate(parts):
+    for i, code in enumerate(codes):
         raw = hashlib.sha256(f"{salt}:{i}".encode()).digest()
         words = [int.from_bytes(raw[8 * j : 8 * j + 8], "big") for j in range(3)]
         a, b, e = 1 + words[0] % (P - 1), words[1] % P, words[2] % P
-        if isinstance(part, bool | int | np.integer | np.bool_):
-            code = int(part) % P
-        else:
-            code = int(hashlib.md5(_text(part).encode()).hexdigest()[:7], 16)
         h = (h * ((a * code + b) % P) + e) % P
     return h
 

@@ -88,6 +88,28 @@ def test_kept_keys_match_independent_hash(
     )
 
 
+def hex_cases() -> list[str]:
+    """2,000 random 32-digit hex strings (a fixed seed) and the extreme 7-digit prefixes."""
+    rng = np.random.default_rng(7)
+    digits = np.array(list("0123456789abcdef"))
+    cases = ["".join(rng.choice(digits, 32)) for _ in range(2000)]
+    return [*cases, "0" * 32, "f" * 32, "fffffff" + "0" * 25, "0000001" + "f" * 25, "9a" * 16]
+
+
+@pytest.mark.parametrize("decoder", ["duckdb", "portable"])
+def test_hex_decoders_equal_pythons(decoder: str) -> None:
+    """The engine's own decoder of a digest's first 7 hex digits and the portable one both equal
+    int(text[:7], 16) (the Spark decoder is checked in test_spark.py)."""
+    cases = hex_cases()
+    decode = _bounding._hex7_portable if decoder == "portable" else _bounding._HEX7_DECODERS["duckdb"]
+    with _engine.quiet():
+        t = ibis.duckdb.connect().create_table("hexes", pd.DataFrame({"x": cases}))
+        got = t.select(t.x, v=decode(t.x)).execute()
+    assert dict(zip(got["x"], got["v"].astype(np.int64).tolist(), strict=True)) == {
+        c: int(c[:7], 16) for c in cases
+    }
+
+
 def test_salt_changes_per_query(small: pd.DataFrame) -> None:
     s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=1)
     a = s.count(privacy=sdp.PureDP(1.0))

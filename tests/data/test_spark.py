@@ -183,6 +183,28 @@ def test_same_release_on_duckdb_and_spark(
     assert len(a) > 0
 
 
+@pytest.mark.parametrize("decoder", ["pyspark", "portable"])
+def test_hex_decoders_equal_pythons_on_spark(spark: Any, decoder: str) -> None:
+    """Spark's own decoder of a digest's first 7 hex digits and the portable one equal
+    int(text[:7], 16) (so Spark ranks by the same integers as DuckDB)."""
+    from sharpdp.data import _bounding
+
+    rng = np.random.default_rng(7)
+    digits = np.array(list("0123456789abcdef"))
+    cases = ["".join(rng.choice(digits, 32)) for _ in range(500)]
+    cases += ["0" * 32, "f" * 32, "fffffff" + "0" * 25, "0000001" + "f" * 25]
+    decode = (
+        _bounding._hex7_portable if decoder == "portable" else _bounding._HEX7_DECODERS["pyspark"]
+    )
+    with _engine.quiet():
+        spark.createDataFrame(pd.DataFrame({"x": cases})).createOrReplaceTempView("hex_cases")
+        t = ibis.pyspark.connect(spark).table("hex_cases")
+        got = _engine.execute(t.get_backend(), t.select(t.x, v=decode(t.x)))
+    assert dict(zip(got["x"], got["v"].astype(np.int64).tolist(), strict=True)) == {
+        c: int(c[:7], 16) for c in cases
+    }
+
+
 def test_rank_hash_matches_its_specification_on_both_engines(
     spark: Any, reference: type, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

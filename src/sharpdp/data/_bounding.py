@@ -13,14 +13,16 @@ choice from being the same systematic subset every time.
 **Portable seeded hash.** Rows and keys are ranked by :func:`rank_hash`, an integer hash built
 from the four operations every SQL engine computes identically on 64-bit integers (``+``, ``*``,
 ``%`` with C's sign rule, comparisons), kept below 2⁶³ at every step so that no engine overflows or
-wraps. Each column contributes a *code* in [0, p), p = 2³¹ − 1: an integer or boolean column its value
-reduced mod p (no text, no digest: the fast path), any other column the first 28 bits of the MD5
-digest of its text (NULL written ``\\N``; dates and strings print alike on DuckDB and Spark). The
-codes are chained with salt-derived multipliers, h ← (h · ((aᵢ·cᵢ + bᵢ) mod p) + eᵢ) mod p, a product
-of two data-dependent factors, so each person's keys are ordered by a permutation that changes with
-the person and the salt. DuckDB and Spark compute the same h and break its (rare) ties by the key
-columns then the value, both ascending with NULLs last, so both engines keep identical rows. The hash
-only chooses *which* of a person's contributions to keep; privacy never depends on its quality.
+wraps. Integer and boolean columns contribute their value reduced mod p, p = 2³¹ − 1 (the fast
+path: no text, no digest). All other columns together contribute *one* code: the first 7 hex digits
+(28 bits) of the MD5 digest of salt ‖ text₁ ‖ text₂ …, each column's text prefixed by ``|``
+(NULL written ``\\N``; dates and strings print alike on DuckDB and Spark), so one digest per row,
+whatever the number of text columns, and the salt reorders every person's keys independently. The
+codes are chained with salt-derived multipliers, h ← (h · ((aᵢ·cᵢ + bᵢ) mod p) + eᵢ) mod p. DuckDB
+and Spark compute the same h (each decodes the hex digits its own fastest way, checked against the
+portable digit-by-digit decoding) and break its (rare) ties by the key columns then the value, both
+ascending with NULLs last, so both engines keep identical rows. The hash only chooses *which* of a
+person's contributions to keep; privacy never depends on its quality.
 
 **Row-level privacy** (``unit=None``: each row is a person). A person then holds one row and one
 key, so every cap holds already and nothing is ranked or dropped: each function returns the rows
@@ -29,6 +31,7 @@ themselves in its output's shape, and a grouped count is the engine's plain ``GR
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -62,18 +65,60 @@ def _is_integral(value: Any) -> bool:
     return bool(dtype.is_integer() or dtype.is_boolean())
 
 
-def _code(value: Any) -> Any:
-    """The code in [0, P) of an integer (or boolean) column, or of a column's MD5 hex digest."""
-    if _is_integral(value):
-        # NULL takes code P − 1 (a value ≡ −1 mod P shares it; ties fall to the columns).
-        return ((value.cast("int64") % P + P) % P).fill_null(P - 1)
+def _integral_code(value: Any) -> Any:
+    """The code in [0, P) of an integer (or boolean) column: its value mod P."""
+    # NULL takes code P − 1 (a value ≡ −1 mod P shares it; ties fall to the columns).
+    return ((value.cast("int64") % P + P) % P).fill_null(P - 1)
+
+
+def _hex7_portable(digest: Any) -> Any:
+    """int(first 7 hex digits, 16) with operations every engine has (seven one-character reads)."""
     code: Any = None
     for i in range(7):
         # Hex digit of ASCII a: '0'..'9' = 48..57, 'a'..'f' = 97..102, so (a − 48) mod 39.
         # (Cast first: engines compute ASCII in 32 bits, and ibis would elide a later cast.)
-        digit = (value.substr(i, 1).ascii_str().cast("int64") - 48) % 39
+        digit = (digest.substr(i, 1).ascii_str().cast("int64") - 48) % 39
         code = digit if code is None else code * 16 + digit
     return code
+
+
+def _hex7_duckdb(digest: Any) -> Any:
+    # DuckDB casts '0x'-prefixed text to an integer as hexadecimal.
+    return (_engine.ibis().literal("0x") + digest.left(7)).cast("int64")
+
+
+@functools.cache
+def _spark_conv() -> Any:
+    """Spark's ``conv(text, from_base, to_base)`` (ibis's ``convert_base`` does not compile there)."""
+
+    def conv(text: str, from_base: int, to_base: int) -> str:  # type: ignore[empty-body]
+        ...
+
+    return _engine.ibis().udf.scalar.builtin(conv, name="conv")
+
+
+def _hex7_spark(digest: Any) -> Any:
+    return _spark_conv()(digest.left(7), 16, 10).cast("int64")
+
+
+#: Engine-specific decoders of the digest's first 7 hex digits (each equal to the portable one,
+#: which takes ~2× the engine time and most of the compile time of a bounded query on DuckDB).
+_HEX7_DECODERS = {"duckdb": _hex7_duckdb, "pyspark": _hex7_spark}
+
+
+def _engine_name(table: Any) -> str | None:
+    try:
+        return str(table.get_backend().name)
+    except Exception:  # an unbound expression: the portable decoding
+        return None
+
+
+def _text_digest(table: Any, columns: Sequence[str], salt: str) -> Any:
+    """MD5 hex digest of salt ‖ '|' text₁ ‖ '|' text₂ … over the (non-integer) ``columns``."""
+    text: Any = _engine.ibis().literal(salt)
+    for c in columns:
+        text = text + "|" + table[c].cast("string").fill_null(_NULL)
+    return text.hexdigest("md5")
 
 
 def _multipliers(salt: str, n: int) -> list[tuple[int, int, int]]:
@@ -89,31 +134,33 @@ def _multipliers(salt: str, n: int) -> list[tuple[int, int, int]]:
 def rank_hash(table: Any, columns: Sequence[str], salt: str) -> tuple[Any, Any]:
     """The portable seeded hash of ``columns`` (module docstring), as ``(table', h)``.
 
-    h₀ = 1, hᵢ = (hᵢ₋₁ · ((aᵢ·cᵢ + bᵢ) mod P) + eᵢ) mod P over the columns' codes cᵢ; every
-    intermediate is < 2⁶² (codes and h are < P < 2³¹), so int64 arithmetic is exact on every engine.
+    Codes cᵢ: each integer column's value mod P, in order, then (if any other column) one code, the
+    first 7 hex digits of MD5(salt ‖ '|' text … of the non-integer columns). h₀ = 1,
+    hᵢ = (hᵢ₋₁ · ((aᵢ·cᵢ + bᵢ) mod P) + eᵢ) mod P; every intermediate is < 2⁶² (codes and h are
+    < P < 2³¹), so int64 arithmetic is exact on every engine.
 
     Returns:
-        ``table'``: ``table`` plus the MD5 digests of its non-integer ``columns`` (computed once, in
-        a projection of their own, since a code reads seven of their characters; drop the
-        ``_sdp_md5_*`` columns when done), and ``h``, an int64 expression over ``table'`` in [0, P).
+        ``table'``: ``table`` plus the MD5 digest ``_sdp_md5`` of its non-integer ``columns``
+        (computed in a projection of its own, so the engine hashes each row once; drop the
+        ``_sdp_md5*`` columns when done), and ``h``, an int64 expression over ``table'`` in [0, P).
         Integer columns need no projection, so their hash stays inside the expression that uses it.
     """
-    digests = {
-        f"_sdp_md5_{i}": table[c].cast("string").fill_null(_NULL).hexdigest("md5")
-        for i, c in enumerate(columns)
-        if not _is_integral(table[c])
-    }
-    t = table.mutate(**digests) if digests else table
+    integral = [c for c in columns if _is_integral(table[c])]
+    textual = [c for c in columns if c not in integral]
+    t = table.mutate(_sdp_md5=_text_digest(table, textual, salt)) if textual else table
+    codes = [_integral_code(t[c]) for c in integral]
+    if textual:
+        decode = _HEX7_DECODERS.get(_engine_name(table) or "", _hex7_portable)
+        codes.append(decode(t["_sdp_md5"]))
     h: Any = None
-    for i, (c, (a, b, e)) in enumerate(zip(columns, _multipliers(salt, len(columns)), strict=True)):
-        source = t[f"_sdp_md5_{i}"] if f"_sdp_md5_{i}" in digests else t[c]
-        factor = (_code(source) * a + b) % P
+    for code, (a, b, e) in zip(codes, _multipliers(salt, len(codes)), strict=True):
+        factor = (code * a + b) % P
         h = (factor + e) % P if h is None else (h * factor + e) % P
     return t, h
 
 
 def _digest_columns(table: Any) -> list[str]:
-    return [c for c in table.columns if c.startswith("_sdp_md5_")]
+    return [c for c in table.columns if c.startswith("_sdp_md5")]
 
 
 def restrict_keys(table: Any, columns: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> Any:

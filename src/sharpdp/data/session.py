@@ -189,7 +189,8 @@ class Session:
         ledger: ``None`` (in memory), a ledger file path (or ``postgresql://`` URL) shared across
             processes, or an open :class:`~sharpdp.accounting.ledger.Ledger` (shared, not closed).
         analyst: the account charged.
-        engine: an Ibis backend to load non-Ibis tables into (default: new in-memory DuckDB).
+        engine: an Ibis backend to load non-Ibis tables into (default: a connection of its own to
+            the process's in-memory DuckDB database).
         null_units: ``"refuse"`` (default) or ``"drop"`` (see above).
         seed: seeds the per-query salts of contribution bounding (default 0; ``None`` draws 128
             random bits). The same seed and the same sequence of built queries keep the same rows
