@@ -24,7 +24,7 @@ def _sql_max(backend: Any, sql: str) -> int:
 
 
 def _fruit_pairs(
-    small: pd.DataFrame, seed: int, max_rows: int, max_groups: int
+    small: pd.DataFrame, seed: int, max_rows: int, max_groups: int, plan: str = "pairs"
 ) -> tuple[sdp.data.Session, str, Any]:
     """A session, the salt of a ``count_by("fruit")`` built in it, and its bounded pairs."""
     s = sdp.data.Session(small, "person", sdp.PureDP(1e9), seed=seed)
@@ -38,13 +38,15 @@ def _fruit_pairs(
         max_rows=max_rows,
         max_groups=max_groups,
         salt=q.bounding.salt,
+        plan=plan,
     )
     return s, q.bounding.salt, pairs
 
 
+@pytest.mark.parametrize("plan", ["pairs", "rows"])
 @pytest.mark.parametrize(("max_rows", "max_groups"), [(1, 1), (2, 3), (3, 2)])
-def test_caps_hold_in_sql(small: pd.DataFrame, max_rows: int, max_groups: int) -> None:
-    s, _, pairs = _fruit_pairs(small, 5, max_rows, max_groups)
+def test_caps_hold_in_sql(small: pd.DataFrame, max_rows: int, max_groups: int, plan: str) -> None:
+    s, _, pairs = _fruit_pairs(small, 5, max_rows, max_groups, plan)
     con = s._source.backend
     with _engine.quiet():
         sql = ibis.to_sql(pairs, dialect="duckdb")
@@ -70,11 +72,12 @@ def test_rows_kept_by_value_respect_caps(small: pd.DataFrame) -> None:
     assert out["total"].min() >= 0
 
 
+@pytest.mark.parametrize("plan", ["pairs", "rows"])
 @pytest.mark.parametrize(("max_rows", "max_groups"), [(1, 1), (2, 3)])
 def test_kept_keys_match_independent_hash(
-    small: pd.DataFrame, reference: type, max_rows: int, max_groups: int
+    small: pd.DataFrame, reference: type, max_rows: int, max_groups: int, plan: str
 ) -> None:
-    s, salt, pairs = _fruit_pairs(small, 9, max_rows, max_groups)
+    s, salt, pairs = _fruit_pairs(small, 9, max_rows, max_groups, plan)
     with _engine.quiet():
         got = s._source.backend.execute(pairs)
     got = got.rename(columns={"_sdp_unit": "person"}).sort_values(["person", "fruit"])
@@ -86,6 +89,114 @@ def test_kept_keys_match_independent_hash(
         want[["person", "fruit", "rows"]].reset_index(drop=True),
         check_dtype=False,
     )
+
+
+def _two_key_table(int_nulls: bool) -> pd.DataFrame:
+    """``small`` with an integer key ``size`` and NULL fruits (and sizes), some rows repeated."""
+    rng = np.random.default_rng(31)
+    rows = []
+    for person in range(150):
+        for _ in range(int(rng.integers(1, 12))):
+            fruit = None if rng.random() < 0.1 else FRUITS[int(rng.integers(0, 5))]
+            rows.append((f"p{person:03d}", fruit, int(rng.integers(0, 3))))
+    df = pd.DataFrame(rows, columns=["person", "fruit", "size"])
+    df["size"] = df["size"].astype("Int64")
+    if int_nulls:
+        df.loc[rng.random(len(df)) < 0.1, "size"] = pd.NA
+    return pd.concat([df, df.iloc[::3]], ignore_index=True)  # repeated rows of some pairs
+
+
+def _bounded(df: pd.DataFrame, plan: str, max_rows: int, max_groups: int) -> pd.DataFrame:
+    backend = _engine.embedded()
+    table = _engine.open_table(df, backend).table
+    pairs = _bounding.per_person_key(
+        table,
+        "person",
+        ("fruit", "size"),
+        max_rows=max_rows,
+        max_groups=max_groups,
+        salt="two keys",
+        plan=plan,
+    )
+    with _engine.quiet():
+        return backend.execute(pairs).rename(columns={"_sdp_unit": "person"})
+
+
+def _canonical(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    cells = frame[["person", "fruit", "size", "rows"]].astype(object)
+    return sorted(
+        (
+            tuple(None if pd.isna(v) else int(v) if k >= 2 else v for k, v in enumerate(r))
+            for r in cells.itertuples(index=False, name=None)
+        ),
+        key=repr,
+    )
+
+
+@pytest.mark.parametrize("plan", ["pairs", "rows"])
+@pytest.mark.parametrize(("max_rows", "max_groups"), [(1, 2), (3, 1)])
+def test_both_plans_keep_the_reference_pairs_with_two_keys(
+    reference: type, plan: str, max_rows: int, max_groups: int
+) -> None:
+    """A text key with NULLs and an integer key, many rows repeating a pair: the rows plan (a
+    dense_rank over raw rows) and the pairs plan keep exactly the reference's pairs."""
+    df = _two_key_table(int_nulls=False)
+    got = _bounded(df, plan, max_rows, max_groups)
+    plain = df.astype({"size": "int64"})  # the reference types a value, not a column
+    want = reference.bounded_pairs(
+        plain, "person", ["fruit", "size"], max_rows, max_groups, "two keys"
+    )
+    assert want["fruit"].isna().any()
+    assert (want["rows"] > 1).any() == (max_rows > 1)
+    assert _canonical(got) == _canonical(want)
+
+
+def test_both_plans_agree_on_null_integer_keys() -> None:
+    """NULLs in an integer key (hashed as P − 1 by the engine, not as text): the plans agree."""
+    df = _two_key_table(int_nulls=True)
+    rows, pairs = (_bounded(df, plan, 2, 2) for plan in ("rows", "pairs"))
+    assert df["size"].isna().any()
+    assert rows["size"].isna().any()
+    assert _canonical(rows) == _canonical(pairs)
+
+
+def _many_persons(rows_per_pair: int, keys: int = 10**5) -> pd.DataFrame:
+    """10⁶ rows, each (person, item) pair repeated ``rows_per_pair`` times."""
+    rng = np.random.default_rng(3)
+    pairs = 10**6 // rows_per_pair
+    person = rng.integers(0, pairs // 10, pairs)
+    item = (person * 7919 + np.arange(pairs)) % keys  # distinct items within a person
+    return pd.DataFrame(
+        {"person": np.repeat(person, rows_per_pair), "item": np.repeat(item, rows_per_pair)}
+    )
+
+
+def test_pair_plan_follows_the_rows_per_pair() -> None:
+    """Rows plan on a large DuckDB table with one row per pair; pairs plan with 2 rows per pair,
+    on a small table, with a float key, or at row level."""
+    backend = _engine.embedded()
+    once = _engine.open_table(_many_persons(1), backend).table
+    twice = _engine.open_table(_many_persons(2), backend).table
+    assert _bounding.pair_plan(once, "person", ["item"], 10**6) == "rows"
+    assert _bounding.pair_plan(twice, "person", ["item"], 10**6) == "pairs"
+    assert _bounding.pair_plan(once, "person", ["item"], 10**6 - 1) == "pairs"
+    assert _bounding.pair_plan(once, "person", ["item"], None) == "pairs"
+    assert _bounding.pair_plan(once, None, ["item"], 10**6) == "pairs"
+    floats = once.mutate(item=once.item.cast("float64"))
+    assert _bounding.pair_plan(floats, "person", ["item"], 10**6) == "pairs"
+
+
+def test_count_by_releases_alike_under_either_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session on a table the rows plan is chosen for releases what the pairs plan releases."""
+    df = _many_persons(1, keys=300)
+    releases = []
+    for plan in ("rows", "pairs"):
+        monkeypatch.setattr(_bounding, "pair_plan", lambda *args, p=plan: p)
+        s = sdp.data.Session(df, "person", sdp.ApproxDP(1e9, 1e-3), seed=4)
+        q = s.count_by("item", keys=None, privacy=sdp.ApproxDP(1, 1e-6), max_groups=3)
+        releases.append(q.run(rng=0).to_pandas())
+    pd.testing.assert_frame_equal(releases[0], releases[1])
+    assert len(releases[0]) > 100
 
 
 def hex_cases() -> list[str]:
@@ -101,7 +212,9 @@ def test_hex_decoders_equal_pythons(decoder: str) -> None:
     """The engine's own decoder of a digest's first 7 hex digits and the portable one both equal
     int(text[:7], 16) (the Spark decoder is checked in test_spark.py)."""
     cases = hex_cases()
-    decode = _bounding._hex7_portable if decoder == "portable" else _bounding._HEX7_DECODERS["duckdb"]
+    decode = (
+        _bounding._hex7_portable if decoder == "portable" else _bounding._HEX7_DECODERS["duckdb"]
+    )
     with _engine.quiet():
         t = ibis.duckdb.connect().create_table("hexes", pd.DataFrame({"x": cases}))
         got = t.select(t.x, v=decode(t.x)).execute()

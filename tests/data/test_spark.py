@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import sharpdp as sdp
-from sharpdp.data import _engine
+from sharpdp.data import _bounding, _engine
 
 # py4j (PySpark's bridge to the JVM) leaves sockets for the garbage collector; not ours to fix.
 pytestmark = [
@@ -181,6 +181,31 @@ def test_same_release_on_duckdb_and_spark(
     b = q_spark.run(rng=2026).to_pandas(level=0.95)
     pd.testing.assert_frame_equal(a, b, check_dtype=False)
     assert len(a) > 0
+
+
+def test_same_release_when_duckdb_ranks_raw_rows(
+    both: tuple[sdp.data.Session, sdp.data.Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB on the rows plan (which it takes on large tables with few rows per pair), Spark on
+    the pairs plan: the same pairs are kept, so the releases are identical."""
+    duck, on_spark = both
+    real = _bounding.pair_plan
+    chosen: list[str] = []
+
+    def plan(table: Any, *args: Any) -> str:
+        chosen.append("rows" if _bounding._engine_name(table) == "duckdb" else real(table, *args))
+        return chosen[-1]
+
+    monkeypatch.setattr(_bounding, "pair_plan", plan)
+    privacy = sdp.ApproxDP(1.0, 1e-6)
+    q_duck = duck.count_by("dest", keys=None, privacy=privacy, max_groups=3, max_rows=2)
+    q_spark = on_spark.count_by("dest", keys=None, privacy=privacy, max_groups=3, max_rows=2)
+    assert q_duck.bounding.salt == q_spark.bounding.salt
+    a = q_duck.run(rng=7).to_pandas(level=0.95)
+    b = q_spark.run(rng=7).to_pandas(level=0.95)
+    assert chosen == ["rows", "pairs"]
+    pd.testing.assert_frame_equal(a, b, check_dtype=False)
+    assert len(a) > 20
 
 
 @pytest.mark.parametrize("decoder", ["pyspark", "portable"])

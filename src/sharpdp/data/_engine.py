@@ -35,11 +35,13 @@ class Source:
         table: the Ibis table expression.
         backend: the Ibis backend (``backend.execute(expr)`` runs an expression).
         engine: the backend's name (``"duckdb"``, ``"pyspark"``, ...).
+        rows: the table's row count when known (a session counts them when it opens).
     """
 
     table: Any
     backend: Any
     engine: str
+    rows: int | None = None
 
 
 def ibis() -> Any:

@@ -286,6 +286,7 @@ def cell_table(
         max_rows=1,
         max_groups=max_rows,
         salt=salt,
+        plan=_bounding.pair_plan(rows, unit, workload.columns, query.source.rows),
     )
     frame: pd.DataFrame = query._execute(_bounding.group(pairs, workload.columns, False))
     for c in workload.columns:

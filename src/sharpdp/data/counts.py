@@ -80,8 +80,9 @@ class CountQuery(Query):
         table = self.source.table
         if self.public is not None and self.keys:
             table = _bounding.restrict_keys(table, self.keys, self.public)
+        plan = _bounding.pair_plan(table, self.privacy_unit, self.keys, self.source.rows)
         pairs = _bounding.per_person_key(
-            table, self.privacy_unit, self.keys, **self._bounding_kwargs()
+            table, self.privacy_unit, self.keys, plan=plan, **self._bounding_kwargs()
         )
         frame = align(
             fetch_groups(self, self.keys, pairs, False), self.keys, self.public, ["count"]

@@ -58,7 +58,10 @@ class _PublicSelection(Query):
         if self.by and self.groups is not None:
             table = _bounding.restrict_keys(table, self.by, self.groups)
         cols = (*self.by, self.column)
-        pairs = _bounding.per_person_key(table, self.privacy_unit, cols, **self._bounding_kwargs())
+        plan = _bounding.pair_plan(table, self.privacy_unit, cols, self.source.rows)
+        pairs = _bounding.per_person_key(
+            table, self.privacy_unit, cols, plan=plan, **self._bounding_kwargs()
+        )
         frame = fetch_groups(self, cols, pairs, False)
         index = {c: i for i, c in enumerate(self.candidates)}
         groups = self.groups if self.groups is not None else ((),)
@@ -162,7 +165,10 @@ class LimitDomQuery(Query):
         table = table.filter(keep)
         if self.by and self.groups is not None:
             table = _bounding.restrict_keys(table, self.by, self.groups)
-        pairs = _bounding.per_person_key(table, self.privacy_unit, cols, **self._bounding_kwargs())
+        plan = _bounding.pair_plan(table, self.privacy_unit, cols, self.source.rows)
+        pairs = _bounding.per_person_key(
+            table, self.privacy_unit, cols, plan=plan, **self._bounding_kwargs()
+        )
         grouped = _bounding.group(pairs, cols, False)
         rank = ibis.row_number().over(
             group_by=[grouped[c] for c in self.by] or None,

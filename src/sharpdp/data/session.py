@@ -251,7 +251,7 @@ class Session:
         if nulls:
             assert privacy_unit is not None
             t = t.filter(t[privacy_unit].notnull())
-            source = _engine.Source(t, source.backend, source.engine)
+        source = _engine.Source(t, source.backend, source.engine, rows=rows - nulls)
         self._source = source
         self._unit = privacy_unit
         self._null_units = null_units
