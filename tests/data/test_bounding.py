@@ -186,6 +186,18 @@ def test_pair_plan_follows_the_rows_per_pair() -> None:
     assert _bounding.pair_plan(floats, "person", ["item"], 10**6) == "pairs"
 
 
+def test_pair_plan_falls_back_to_pairs_when_the_count_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    once = _engine.open_table(_many_persons(1), _engine.embedded()).table
+
+    def fail(*args: Any) -> Any:
+        raise RuntimeError("engine cannot count this struct")
+
+    monkeypatch.setattr(_engine, "execute", fail)
+    assert _bounding.pair_plan(once, "person", ["item"], 10**6) == "pairs"
+
+
 def test_count_by_releases_alike_under_either_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """A session on a table the rows plan is chosen for releases what the pairs plan releases."""
     df = _many_persons(1, keys=300)
