@@ -21,10 +21,9 @@ The query (the issue's): a private count per key with unknown keys, protecting e
 
 Rows, every one measured in its own child process (the first run in the process; on DuckDB also
 ``…, warm`` rows, the median of 3 more runs in that process, since one run varies by ±30% on a
-2-core machine; the time is the query's, from the
-table reference to the released rows, imports and engine start excluded; the peak memory is the
-child's whole process tree, JVM included: ``wait4``'s ``ru_maxrss`` and a /proc sampler every
-50 ms, the larger of the two):
+2-core machine; the time is the query's, from the table reference to the released rows, imports
+and engine start excluded; the peak memory is the child's whole process tree, JVM included:
+``wait4``'s ``ru_maxrss`` and a /proc sampler every 50 ms, the larger of the two):
 
 * DuckDB, plain SQL on the Parquet file: ``GROUP BY item`` (count); ``GROUP BY item, person``
   (followed by a count per item: the least work any person-level bounding must do — the ratio

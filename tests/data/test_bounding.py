@@ -161,11 +161,12 @@ def test_both_plans_agree_on_null_integer_keys() -> None:
 
 
 def _many_persons(rows_per_pair: int, keys: int = 10**5) -> pd.DataFrame:
-    """10⁶ rows, each (person, item) pair repeated ``rows_per_pair`` times."""
+    """10⁶ rows: 10⁶/``rows_per_pair`` draws of (person, item), each repeated ``rows_per_pair``
+    times (a person's draws rarely share an item, so about that many rows per distinct pair)."""
     rng = np.random.default_rng(3)
     pairs = 10**6 // rows_per_pair
     person = rng.integers(0, pairs // 10, pairs)
-    item = (person * 7919 + np.arange(pairs)) % keys  # distinct items within a person
+    item = (person * 7919 + np.arange(pairs)) % keys
     return pd.DataFrame(
         {"person": np.repeat(person, rows_per_pair), "item": np.repeat(item, rows_per_pair)}
     )

@@ -212,8 +212,6 @@ def test_same_release_when_duckdb_ranks_raw_rows(
 def test_hex_decoders_equal_pythons_on_spark(spark: Any, decoder: str) -> None:
     """Spark's own decoder of a digest's first 7 hex digits and the portable one equal
     int(text[:7], 16) (so Spark ranks by the same integers as DuckDB)."""
-    from sharpdp.data import _bounding
-
     rng = np.random.default_rng(7)
     digits = np.array(list("0123456789abcdef"))
     cases = ["".join(rng.choice(digits, 32)) for _ in range(500)]
