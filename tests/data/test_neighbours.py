@@ -354,3 +354,25 @@ def test_workload_answers(seed: int, privacy: sdp.Guarantee, kind: str, recorder
     assert np.all((d >= 0) & (d <= m))
     assert d.sum() <= m * c
     assert math.sqrt(float(np.sum(d**2))) <= m * math.sqrt(c) + 1e-9
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_row_level_count_and_sum(seed: int, recorder: Recorder) -> None:
+    """privacy_unit=None: neighbours differ in one row, every cap is 1 whatever is declared."""
+    d, d_new = tables(seed)
+    extra = d_new.iloc[len(d) :].head(1)
+    recorded = []
+    for table in (d, pd.concat([d, extra], ignore_index=True)):
+        s = sdp.data.Session(table, None, sdp.PureDP(1e6), seed=seed)
+        count = s.count_by("fruit", keys=FRUITS, privacy=sdp.PureDP(1.0), max_groups=3, max_rows=5)
+        total = s.sum("amount", bounds=(-10.0, 100.0), privacy=sdp.PureDP(1.0), max_rows=4)
+        count.run(rng=0)
+        total.run(rng=0)
+        recorded.append([arr for _, arr in recorder.take()])
+        stats = [count.explain().statistics[0], total.explain().statistics[0]]
+    assert [(st.copies, st.sensitivity) for st in stats] == [
+        (1, 1),
+        (1, 100.0 / total.bounding.step),
+    ]
+    for i, monotone in ((0, True), (1, False)):
+        check_shift(recorded[0][i], recorded[1][i], stats[i], monotone)

@@ -104,17 +104,13 @@ def outer_atoms(groups: tuple[tuple[FinitePair, int], ...]) -> OuterAtoms:
     for pair, count in groups:
         ls = np.array([x for x, m in zip(pair.losses, pair.masses, strict=True) if m > 0.0])
         ms = np.array([m for m in pair.masses if m > 0.0])
-        counts = _multisets(ms.size, count)
-        g_loss = counts @ ls
-        lg = gammaln(count + 1.0) - gammaln(counts + 1.0).sum(axis=1) + counts @ np.log(ms)
+        g_loss, lg_counts, log_m, abs_log_m = _group_law(ls, np.log(ms), count)
+        lg = gammaln(count + 1.0) - lg_counts + log_m
         # lgamma errs by a few ulps of its value, log(m) by an ulp, the sums by n ulps; the
         # masses by rel_err each (c of them)
-        g_err = 64 * U * (
-            8.0
-            + gammaln(count + 1.0)
-            + gammaln(counts + 1.0).sum(axis=1)
-            + counts @ np.abs(np.log(ms))
-        ) + count * math.log1p(pair.rel_err)
+        g_err = 64 * U * (8.0 + gammaln(count + 1.0) + lg_counts + abs_log_m) + count * math.log1p(
+            pair.rel_err
+        )
         losses = (losses[:, None] + g_loss[None, :]).reshape(-1)
         log_mass = (log_mass[:, None] + lg[None, :]).reshape(-1)
         log_err = (log_err[:, None] + g_err[None, :]).reshape(-1)
@@ -129,19 +125,52 @@ def outer_atoms(groups: tuple[tuple[FinitePair, int], ...]) -> OuterAtoms:
     return OuterAtoms(losses, mass_lo, mass_hi, inf_lo, inf_hi, margin)
 
 
-def _multisets(m: int, count: int) -> FloatArray:
-    """Every (n_1, …, n_m) of non-negative integers summing to ``count``, one per row (none
-    when m = 0 < count: a pair without finite atoms)."""
+def _group_law(
+    losses: FloatArray, log_masses: FloatArray, count: int
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Over every multiset (n_1, …, n_m) of the m atoms with Σ nᵢ = ``count``: Σ nᵢ lᵢ,
+    Σ lgamma(nᵢ + 1), Σ nᵢ log mᵢ and Σ nᵢ |log mᵢ| (one entry per multiset; none when
+    m = 0 < count, a pair without finite atoms).
+
+    The multisets are built atom by atom (each takes j = 0..what is left; the last takes the
+    rest), carrying only these four sums, and a multiset leaves the working set once it is
+    complete: the work is O(m + number of multisets) rows of numpy, never an m-column matrix (a
+    discrete Laplace pair of sensitivity Δ has 2Δ + 1 atoms).
+    """
+    from scipy.special import gammaln
+
+    m = losses.size
     if m == 0:
-        return np.zeros((0 if count else 1, 0))
-    rows = np.array([[count]], dtype=np.float64)  # m = 1
-    for _ in range(m - 1):
-        # split the last entry n into (j, n − j) for j = 0..n
-        last = rows[:, -1].astype(np.int64)
-        rep = np.repeat(np.arange(rows.shape[0]), last + 1)
-        first = np.arange(rep.size) - np.repeat(np.cumsum(last + 1) - (last + 1), last + 1)
-        rows = np.column_stack([rows[rep, :-1], first, last[rep] - first]).astype(np.float64)
-    return rows
+        empty = np.zeros(0 if count else 1)
+        return empty, empty.copy(), empty.copy(), empty.copy()
+    if count == 1:  # each atom alone: lgamma(2) = lgamma(1) = 0
+        return losses.copy(), np.zeros(m), log_masses.copy(), np.abs(log_masses)
+    used = np.zeros(1, dtype=np.int64)
+    sums = np.zeros((4, 1))
+    done: list[FloatArray] = []
+    for i in range(m - 1):
+        left = count - used
+        rep = np.repeat(np.arange(used.size), left + 1)
+        j = np.arange(rep.size) - np.repeat(np.cumsum(left + 1) - (left + 1), left + 1)
+        jf = j.astype(np.float64)
+        grown = sums[:, rep] + np.stack(
+            [
+                jf * losses[i],
+                gammaln(jf + 1.0),
+                jf * log_masses[i],
+                jf * abs(log_masses[i]),
+            ]
+        )
+        used = used[rep] + j
+        full = used == count
+        done.append(grown[:, full])
+        sums, used = grown[:, ~full], used[~full]
+    jf = (count - used).astype(np.float64)
+    last = sums + np.stack(
+        [jf * losses[-1], gammaln(jf + 1.0), jf * log_masses[-1], jf * abs(log_masses[-1])]
+    )
+    out = np.concatenate([*done, last], axis=1)
+    return out[0], out[1], out[2], out[3]
 
 
 class WithAtoms:
