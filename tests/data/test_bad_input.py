@@ -84,6 +84,51 @@ BAD_QUERIES: list[tuple[str, Callable[[Any], Any], str]] = [
         lambda s: s.top_k("fruit", 2, keys=FRUITS, privacy=P, k_bar=9),
         "k_bar",
     ),
+    # keys of another type than their column: engines fail only while running, after the spend
+    ("int keys, text column", lambda s: s.count_by("fruit", keys=[1, 2], privacy=P), "'fruit'"),
+    ("mixed keys", lambda s: s.count_by("fruit", keys=["apple", 3], privacy=P), "holds strings"),
+    (
+        "text by-keys, float column",
+        lambda s: s.mean("amount", (0, 1), privacy=P, by="amount", keys=["1"]),
+        "holds numbers",
+    ),
+    ("bool keys, text column", lambda s: s.top_k("fruit", 1, keys=[True], privacy=P), "keys"),
+    (
+        "int by_keys, text column",
+        lambda s: s.top_k("fruit", 1, keys=FRUITS, privacy=P, by="label", by_keys=[1]),
+        "by_keys",
+    ),
+    ("int candidates", lambda s: s.select_best("fruit", keys=[1, 2], privacy=P), "keys"),
+    (
+        "marginal domain of ints, text column",
+        lambda s: s.answer(
+            sdp.data.marginals(["fruit"], way=1, domains={"fruit": [1, 2]}), privacy=P
+        ),
+        r"domains\['fruit'\]",
+    ),
+    (
+        "MWEM domain of ints, text column",
+        lambda s: s.mwem(
+            sdp.data.marginals(["fruit"], way=1, domains={"fruit": [1, 2]}), privacy=sdp.ZCDP(1)
+        ),
+        r"domains\['fruit'\]",
+    ),
+    (
+        "predicate value of another type",
+        lambda s: s.answer(sdp.data.predicates({"q": {"fruit": [7]}}), privacy=P),
+        r"predicates\['q'\]",
+    ),
+    (
+        "two key columns, keys as strings",
+        lambda s: s.count_by(["fruit", "label"], keys=["ab", "cd"], privacy=P),
+        "2 value",
+    ),
+    (
+        "infinite ε",
+        lambda s: s.count_by("fruit", keys=FRUITS, privacy=sdp.PureDP(math.inf)),
+        "privacy",
+    ),
+    ("infinite ρ", lambda s: s.count(privacy=sdp.ZCDP(math.inf)), "privacy"),
 ]
 
 
@@ -138,3 +183,18 @@ def test_bad_level(session: sdp.data.Session) -> None:
     r = session.count(privacy=P).run(rng=0)
     with pytest.raises(sdp.InvalidParameter, match="level"):
         r.to_pandas(level=1.0)
+
+
+def test_array_keys_are_a_list_of_keys(small: pd.DataFrame) -> None:
+    """A numpy array, a Series or an Index of keys (``df[col].unique()``) is taken as the list."""
+    import numpy as np
+
+    frames = [  # a session each: the same seed, so the same salt
+        sdp.data.Session(small, "person", sdp.PureDP(1e8), seed=0)
+        .count_by("fruit", keys=keys, privacy=sdp.PureDP(1e6))
+        .run(rng=0)
+        .to_pandas()
+        for keys in (FRUITS, np.array(FRUITS), pd.Series(FRUITS), pd.Index(FRUITS))
+    ]
+    for frame in frames[1:]:
+        pd.testing.assert_frame_equal(frame, frames[0])

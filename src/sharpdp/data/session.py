@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import math
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 
 import sharpdp as sdp
@@ -83,11 +85,18 @@ def _privacy(value: object) -> sdp.Guarantee:
         raise InvalidParameter(
             f"privacy must be sdp.PureDP, sdp.ApproxDP, sdp.ZCDP or sdp.ApproxZCDP, got {value!r}"
         )
+    # an infinite ε or ρ is a valid statement (no privacy) but calls for no noise at all
+    if any(not math.isfinite(getattr(value, f.name)) for f in dataclasses.fields(value)):
+        raise InvalidParameter(
+            f"privacy must have finite parameters to calibrate noise, got {value!r}"
+        )
     return value
 
 
 def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[Any, ...], ...]:
     """Public keys: a list of values (one column), of tuples, or a DataFrame with the columns."""
+    if isinstance(value, np.ndarray | pd.Series | pd.Index):  # e.g. df["col"].unique()
+        value = value.tolist()
     if isinstance(value, pd.DataFrame):
         missing = [c for c in columns if c not in value.columns]
         if missing:
@@ -97,7 +106,11 @@ def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[A
         if len(columns) == 1:
             rows = [v if isinstance(v, tuple) else (v,) for v in value]
         else:
-            rows = [tuple(v) if isinstance(v, Sequence) else (v,) for v in value]
+            # a string is one value, not a key of characters
+            rows = [
+                tuple(v) if isinstance(v, Sequence) and not isinstance(v, str | bytes) else (v,)
+                for v in value
+            ]
     else:
         raise InvalidParameter(f"{name} must be a list of keys or a DataFrame, got {value!r}")
     if not rows:
@@ -362,6 +375,15 @@ class Session:
         )
         return (1, 1) if self._unit is None else caps
 
+    def _public(
+        self, name: str, value: object, columns: tuple[str, ...]
+    ) -> tuple[tuple[Any, ...], ...]:
+        """:func:`_public` keys, each value checked against its column's type (an engine would
+        fail on a mismatch only while running, after the spend)."""
+        rows = _public(name, value, columns)
+        _engine.check_values(self._source.table, name, columns, rows)
+        return rows
+
     def _by(
         self,
         by: str | Sequence[str] | None,
@@ -388,7 +410,7 @@ class Session:
             if required is not None:
                 raise InvalidParameter(required)
             return cols, None
-        return cols, _public(name, keys, cols)
+        return cols, self._public(name, keys, cols)
 
     # -- counts -----------------------------------------------------------------------------------
     def count(self, *, privacy: sdp.Guarantee, max_rows: int | None = None) -> CountQuery:
@@ -456,7 +478,7 @@ class Session:
         bounding = Bounding(m, kappa, salt)
         what = f"count_by({list(cols)}, keys={'public' if keys is not None else 'unknown'})"
         if keys is not None:
-            public = _public("keys", keys, cols)
+            public = self._public("keys", keys, cols)
             copies = min(kappa, len(public))
             plan = _noise.calibrate_integer_noise(target, m, copies)
             stat = Statistic("count", plan.mechanism, copies, float(m), plan.route)
@@ -805,7 +827,7 @@ class Session:
         self._check("column", (column,))
         if keys is None:
             raise InvalidParameter("keys must list the public candidates of column")
-        candidates = tuple(k[0] for k in _public("keys", keys, (column,)))
+        candidates = tuple(k[0] for k in self._public("keys", keys, (column,)))
         cols, groups = self._by(
             by,
             by_keys,
@@ -1062,8 +1084,18 @@ class Session:
         target = _privacy(privacy)
         m = self._caps(max_rows, None)[0]
         for c in workload.columns:
-            if isinstance(workload.domain(c), Bins):
+            domain = workload.domain(c)
+            if isinstance(domain, Bins):
                 self._numeric(c, "to bin")
+            elif domain is not None:
+                _engine.check_values(
+                    self._source.table, f"domains[{c!r}]", (c,), tuple((v,) for v in domain)
+                )
+        for name, conditions in workload.queries if isinstance(workload, Predicates) else ():
+            for c, allowed in conditions:
+                _engine.check_values(
+                    self._source.table, f"predicates[{name!r}]", (c,), tuple((v,) for v in allowed)
+                )
         unknown = workload.needs_domains
         answers_target = target
         discovery: tuple[tuple[str, CountQuery], ...] = ()
