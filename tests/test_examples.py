@@ -4,6 +4,7 @@ the library and against the published values (the posts and papers each example 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -92,3 +93,32 @@ def test_the_readme_figures_script(tmp_path: Path) -> None:
         assert (tmp_path / f"{n}.png").read_bytes().startswith(PNG)
         assert f"](docs/img/{n}.png)" in (ROOT / "README.md").read_text(encoding="utf-8")
         assert (ROOT / "docs" / "img" / f"{n}.png").exists()
+
+
+def test_plan_example_composes() -> None:
+    """``examples/plan.toml`` (the README's ``sharpdp compose`` example) composes to the same ε
+    as the library given the same items."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sharpdp",
+            "compose",
+            str(ROOT / "examples/plan.toml"),
+            "--delta",
+            "1e-6",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    items = [
+        (sdp.Gaussian(sigma=20), 100),
+        (sdp.Exponential(0.05, monotonic=True), 30),
+        (sdp.DiscreteLaplace(scale=10), 5),
+    ]
+    want = sdp.compose(items).epsilon_bound(1e-6)
+    assert json.loads(done.stdout)["epsilon"] == pytest.approx(want, rel=1e-6)

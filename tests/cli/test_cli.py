@@ -130,6 +130,17 @@ def test_query_uses_the_ledgers_budget_unless_told(people_csv: Path, tmp_path: P
         (["count", "--privacy", "pure:1"], "--unit"),
         # brackets in a message are text, not rich markup (they used to vanish)
         (["count-by", "[bold]x[/bold]", "--unit", "who", "--drop-null-units"], "[bold]x[/bold]"),
+        (["count", "--unit", "who"], "--drop-null-units"),  # the option, not the Python keyword
+        (["count-by", "spent", "--unit", "who", "--drop-null-units", "--keys", "1,x"], "'x'"),
+        (["count-by", "shop,spent", "--unit", "who", "--drop-null-units", "--keys", "a"], "':'"),
+        (["sum", "spent", "--bounds", "0,9", "--unit", "who", "--clamp", "foo"], "--clamp"),
+        (["count-by", "shop", "--by", "spent", "--unit", "who", "--keys", "a"], "--by"),
+        (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--keys", "1"], "--keys"),
+        (["count", "--unit", "who", "--drop-null-units", "--privacy", "pure:inf"], "finite"),
+        (
+            ["count", "--unit", "who", "--drop-null-units", "--privacy", "pure:1e308"],
+            "integer noise",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_a_nonzero_exit(
@@ -142,3 +153,23 @@ def test_bad_input_is_one_line_and_a_nonzero_exit(
     assert out.returncode != 0
     assert "Traceback" not in text
     assert message in text
+
+
+def test_keys_are_typed_by_their_column(people_csv: Path, tmp_path: Path) -> None:
+    """--keys on an integer column are integers (they were text: the engine failed after the
+    spend); several key columns take one value each, separated by ':'. Nothing is spent on a
+    refusal."""
+    ledger = tmp_path / "k.sqlite"
+    base = ["query", str(people_csv), "--unit", "who", "--drop-null-units", "--json"]
+    base += ["--ledger", str(ledger), "--privacy", "pure:0.5", "--seed", "3"]
+    out = runner.invoke(app, [*base[:2], "count-by", "spent", *base[2:], "--keys", "1,2,40"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.stdout)["rows"]
+    assert [r["spent"] for r in rows] == [1, 2, 40]
+    out = runner.invoke(app, [*base[:2], "count-by", "shop,spent", *base[2:], "--keys", "a:1,b:2"])
+    assert out.exit_code == 0, out.output
+    assert [(r["shop"], r["spent"]) for r in json.loads(out.stdout)["rows"]] == [("a", 1), ("b", 2)]
+    bad = runner.invoke(app, [*base[:2], "count-by", "spent", *base[2:], "--keys", "1,x"])
+    assert bad.exit_code != 0
+    with sdp.Accountant(None, str(ledger), "default") as account:
+        assert len(account.history()) == 2

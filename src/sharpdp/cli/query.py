@@ -3,6 +3,7 @@
 Examples::
 
     sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1 --keys AA,DL,UA
+    sharpdp query flights.csv count-by origin,month --unit tailnum --keys EWR:1,JFK:1,LGA:1
     sharpdp query flights.parquet top-k dest --k 10 --unit tailnum --privacy approx:0.5,1e-7
     sharpdp query flights.csv mean dep_delay --bounds -30,150 --unit tailnum --privacy pure:0.2
     sharpdp query flights.csv sum dep_delay --bounds 0,3000 --clamp person --unit tailnum
@@ -44,6 +45,13 @@ class Kind(StrEnum):
     TOP_K = "top-k"
 
 
+class Clamp(StrEnum):
+    """What ``sum --clamp`` clamps to the bounds."""
+
+    ROW = "row"
+    PERSON = "person"
+
+
 def _floats(text: str, option: str, n: int) -> tuple[float, ...]:
     try:
         values = tuple(float(v) for v in text.split(","))
@@ -56,6 +64,78 @@ def _floats(text: str, option: str, n: int) -> tuple[float, ...]:
 
 def _list(text: str | None) -> list[str] | None:
     return None if text is None else [v for v in text.split(",") if v != ""]
+
+
+_BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
+
+#: How a key's text becomes a value of its column, by the column's Ibis type (other types, text
+#: and dates, are passed as text).
+_KEY_PARSERS: tuple[tuple[str, Any, str], ...] = (
+    ("is_boolean", lambda v: _BOOLEANS[v.strip().lower()], "true or false"),
+    ("is_integer", int, "an integer"),
+    ("is_floating", float, "a number"),
+    ("is_decimal", float, "a number"),
+)
+
+
+def _typed_keys(table: Any, columns: list[str], texts: list[str]) -> list[Any]:
+    """``--keys`` as values of the key columns: each key is ``a`` (one column) or ``a:b`` (one
+    value per column), each value parsed by its column's type (``--keys 1,2`` on an integer
+    column are the integers 1 and 2)."""
+    schema = table.schema()
+    missing = [c for c in columns if c not in schema]
+    if missing:
+        return list(texts)  # the session names the unknown column
+    parsers = [
+        next(
+            ((parse, what) for name, parse, what in _KEY_PARSERS if getattr(schema[c], name)()),
+            (str, "text"),
+        )
+        for c in columns
+    ]
+    keys: list[Any] = []
+    for text in texts:
+        parts = text.split(":") if len(columns) > 1 else [text]
+        if len(parts) != len(columns):
+            raise typer.BadParameter(
+                f"--keys: {text!r} is not a key of {', '.join(columns)}: give one value per "
+                f"column, separated by ':' (e.g. --keys {':'.join(['v'] * len(columns))},...)"
+            )
+        values = []
+        for part, c, (parse, what) in zip(parts, columns, parsers, strict=True):
+            try:
+                values.append(parse(part))
+            except (ValueError, KeyError):
+                raise typer.BadParameter(
+                    f"--keys: {part!r} is not {what}, as column {c!r} ({schema[c]}) holds"
+                ) from None
+        keys.append(tuple(values) if len(columns) > 1 else values[0])
+    return keys
+
+
+#: The queries each option applies to (an option given to another query is refused, not ignored).
+_APPLIES: dict[str, tuple[Kind, ...]] = {
+    "--keys": (Kind.COUNT_BY, Kind.TOP_K, Kind.SUM, Kind.MEAN),
+    "--by": (Kind.SUM, Kind.MEAN),
+    "--bounds": (Kind.SUM, Kind.MEAN, Kind.QUANTILE),
+}
+
+
+def _check_applies(kind: Kind, given: dict[str, bool]) -> None:
+    for option, kinds in _APPLIES.items():
+        if given[option] and kind not in kinds:
+            raise typer.BadParameter(
+                f"{option} does not apply to {kind.value} (only to "
+                f"{', '.join(k.value for k in kinds)})"
+            )
+
+
+def _key_columns(kind: Kind, column: str | None, by: str | None) -> list[str]:
+    if kind is Kind.COUNT_BY and column is not None:
+        return column.split(",")
+    if kind is Kind.TOP_K and column is not None:
+        return [column]
+    return [by] if by is not None else []
 
 
 def _build(session: Any, kind: Kind, column: str | None, options: dict[str, Any]) -> Any:
@@ -96,10 +176,8 @@ def _build(session: Any, kind: Kind, column: str | None, options: dict[str, Any]
         "keys": options["keys"],
         "max_groups": options["max_groups"],
     }
-    if kind is Kind.SUM and options["clamp"] == "person":  # every row counts: no max_rows
+    if kind is Kind.SUM and options["clamp"] is Clamp.PERSON:  # every row counts: no max_rows
         return session.sum(column, clamp="person", **value_args)
-    if options["clamp"] == "person":
-        raise typer.BadParameter("--clamp person applies to sum only")
     method = session.sum if kind is Kind.SUM else session.mean
     return method(column, **value_args, **caps)
 
@@ -135,7 +213,12 @@ def query(
         bool, typer.Option("--row-level", help="each row is a person (instead of --unit)")
     ] = False,
     privacy: Annotated[
-        str, typer.Option(help="this query's privacy: pure:ε, approx:ε,δ, zcdp:ρ")
+        str,
+        typer.Option(
+            help="this query's privacy: pure:ε, approx:ε,δ, zcdp:ρ (count-by and top-k without "
+            "--keys find keys privately, which needs δ: a pure or zcdp target then takes δ from "
+            "the budget, as the output's title shows)"
+        ),
     ] = "pure:0.1",
     budget: Annotated[
         str | None,
@@ -153,8 +236,9 @@ def query(
     max_groups: Annotated[int, typer.Option(help="keys kept per person")] = 1,
     max_rows: Annotated[int, typer.Option(help="rows kept per person and key")] = 1,
     clamp: Annotated[
-        str, typer.Option(help="sum: clamp each 'row' (at most --max-rows), or each 'person' total")
-    ] = "row",
+        Clamp,
+        typer.Option(help="sum: clamp each 'row' (at most --max-rows), or each 'person' total"),
+    ] = Clamp.ROW,
     drop_null_units: Annotated[
         bool, typer.Option(help="drop rows whose unit is empty (default: refuse them)")
     ] = False,
@@ -178,9 +262,15 @@ def query(
         raise typer.BadParameter("give --unit or --row-level, not both")
     if not 0.0 < level < 1.0:  # checked before anything is spent (NaN fails too)
         raise typer.BadParameter(f"--level: the confidence level must be in (0, 1), got {level!r}")
+    _check_applies(
+        kind, {"--keys": keys is not None, "--by": by is not None, "--bounds": bounds is not None}
+    )
+    if clamp is Clamp.PERSON and kind is not Kind.SUM:
+        raise typer.BadParameter("--clamp person applies to sum only")
+    key_texts = _list(keys)
     options = {
         "privacy": parse_guarantee(privacy, "--privacy"),
-        "keys": _list(keys),
+        "keys": key_texts,
         "by": by,
         "bounds": None if bounds is None else _floats(bounds, "--bounds", 2),
         "q": q,
@@ -189,15 +279,23 @@ def query(
         "max_rows": max_rows,
         "clamp": clamp,
     }
-    session = sdp.data.Session(
-        str(file),
-        privacy_unit=unit or None,
-        budget=_budget(budget, ledger, analyst),
-        ledger=None if ledger is None else str(ledger),
-        analyst=analyst,
-        null_units="drop" if drop_null_units else "refuse",
-        seed=0 if seed is None else seed,
-    )
+    try:
+        session = sdp.data.Session(
+            str(file),
+            privacy_unit=unit or None,
+            budget=_budget(budget, ledger, analyst),
+            ledger=None if ledger is None else str(ledger),
+            analyst=analyst,
+            null_units="drop" if drop_null_units else "refuse",
+            seed=0 if seed is None else seed,
+        )
+    except sdp.InvalidParameter as err:  # the library names its keyword; here it is an option
+        raise sdp.InvalidParameter(
+            str(err).replace("null_units='drop'", "--drop-null-units")
+        ) from None
+    if key_texts is not None:
+        key_columns = _key_columns(kind, column, by)
+        options["keys"] = _typed_keys(session.table, key_columns, key_texts)
     plan = _build(session, kind, column, options)
     explanation = plan.explain()
     if explain:

@@ -300,6 +300,18 @@ def calibrate_integer_noise(privacy: sdp.Guarantee, sensitivity: int, copies: in
         >>> calibrate_integer_noise(sdp.PureDP(0.5), 1, 2).mechanism.scale
         4.0
     """
+    try:
+        return _calibrate_integer_noise(privacy, sensitivity, copies)
+    except InvalidParameter as err:
+        if str(err).startswith("privacy"):
+            raise
+        # a target so loose that the noise is below what the samplers represent
+        raise InvalidParameter(
+            f"privacy {privacy!r} cannot be met by integer noise: {err}"
+        ) from None
+
+
+def _calibrate_integer_noise(privacy: sdp.Guarantee, sensitivity: int, copies: int) -> NoisePlan:
     if isinstance(privacy, sdp.PureDP):
         if privacy.epsilon_ <= 0.0:
             raise InvalidParameter(f"privacy must have epsilon > 0, got {privacy!r}")
