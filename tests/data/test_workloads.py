@@ -217,9 +217,12 @@ def test_explain_spends_nothing_and_the_charge_is_spent(table: pd.DataFrame) -> 
     assert "E|Z|" in text
     assert "chosen" in text
     assert not s.accountant.history()
-    q.run(rng=0)
+    r = q.run(rng=0)
     (entry,) = s.accountant.history()
     assert (entry.item, entry.count) == q.charge
+    # the release's pricing is the one it was charged at (not a second, hypothetical run)
+    assert r.explain().spent_before == 0.0
+    assert r.explain().charge == q.charge
     with pytest.raises(sdp.BudgetExceeded):
         s.answer(w, privacy=sdp.ApproxDP(0.9, 1e-7), max_rows=1, rng=0)
     assert len(s.accountant.history()) == 1
@@ -380,6 +383,9 @@ def test_mwem_explains_rounds_and_bounded_range(table: pd.DataFrame) -> None:
     assert not s.accountant.history()
     fixed = str(s.mwem_query(w, privacy=sdp.ZCDP(0.5), rounds=3).explain())
     assert "3 rounds" in fixed
+    before = s.accountant.spent()
+    syn = s.mwem_query(w, privacy=sdp.ZCDP(0.5), rounds=3).run(rng=0)
+    assert syn.explain().spent_before == before  # priced before its own spend
 
 
 def test_adaptive_rounds_add_up_for_every_t() -> None:

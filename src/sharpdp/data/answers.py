@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -315,6 +315,8 @@ class WorkloadQuery(Query):
     plan: WorkloadNoise
     discovery: tuple[tuple[str, CountQuery], ...] = ()
 
+    _priced_release: ClassVar[bool] = True
+
     def _release(self, rng: np.random.Generator) -> WorkloadRelease:
         domains = resolve_domains(self.workload, discover(self.discovery, rng))
         cells = cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
@@ -333,7 +335,6 @@ class WorkloadQuery(Query):
             noise={},
             law=self.plan.law,
             mechanism=self.plan.name,
-            explanation=self.explain(),
             domains=tuple(domains.items()),
         )
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -422,6 +422,8 @@ class MWEMQuery(Query):
     plan: MWEMPlan | AdaptivePlan
     discovery: tuple[tuple[str, CountQuery], ...] = ()
 
+    _priced_release: ClassVar[bool] = True
+
     def _release(self, rng: np.random.Generator) -> Synthetic:
         domains = resolve_domains(self.workload, discover(self.discovery, rng))
         columns = self.workload.columns
@@ -458,7 +460,6 @@ class MWEMQuery(Query):
             rounds=plan.rounds,
             selected=tuple(_group_label(labels, groups[g]) for g in chosen),
             domains=tuple(domains.items()),
-            explanation=self.explain(),
         )
 
 

@@ -23,7 +23,7 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -307,6 +307,9 @@ class Query(ABC):
     statistics: tuple[Statistic, ...]
     notes: tuple[str, ...] = ()
 
+    #: Whether the release carries its pricing (``explanation``, for ``Release.explain()``).
+    _priced_release: ClassVar[bool] = False
+
     @property
     def charge(self) -> tuple[sdp.Guarantee, int]:
         """The (item, count) given to ``Accountant.spend``.
@@ -388,9 +391,15 @@ class Query(ABC):
         a failure never refunds budget (it errs against the analyst, never against privacy).
         """
         generator = as_generator(rng)
+        # priced before the spend: the release's explain() then shows the spend it was charged
+        # (read after, it would price a second, hypothetical run)
+        priced = self.explain() if self._priced_release else None
         item, count = self.charge
         entry = self.accountant.spend(item, count)
-        return dataclasses.replace(self._release(generator), spend=entry)
+        changes: dict[str, Any] = {"spend": entry}
+        if priced is not None:  # (a field of the releases whose queries set _priced_release)
+            changes["explanation"] = priced
+        return dataclasses.replace(self._release(generator), **changes)
 
     @abstractmethod
     def _release(self, rng: np.random.Generator) -> Release:
