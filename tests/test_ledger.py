@@ -1021,3 +1021,18 @@ def test_simultaneous_openers_of_a_v1_ledger_all_succeed(tmp_path: Path) -> None
         assert errors == [], (trial, errors)
         with Ledger(path) as ledger:
             assert len(ledger.budgets()) == 2
+
+
+def test_the_documented_example_texts_are_what_sharpdp_writes() -> None:
+    """docs/ledger.md's example descriptions are the exact texts written for these items."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ledger.md").read_text(encoding="utf-8")
+    block = doc.split("Examples (exact texts written by this version", 1)[1]
+    texts = block.split("```text\n", 1)[1].split("```", 1)[0].split()
+    items = [
+        sdp.PureDP(1.0),
+        sdp.ApproxDP(math.inf, 1e-6),
+        sdp.TopK(3, 0.5, monotonic=True, sensitivity=2.0),
+        sdp.RDP(orders=(2.0, math.inf), epsilons=(1.0, 3.0)),
+        sdp.compose([(sdp.Gaussian(sigma=2.0), 3)]),
+    ]
+    assert texts == [_serialize.dumps(item) for item in items]
