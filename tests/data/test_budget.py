@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -121,3 +122,30 @@ def test_session_without_a_budget_uses_the_recorded_one(
     assert again.accountant.budget == sdp.PureDP(0.7)
     with pytest.raises(sdp.BudgetExceeded):
         again.count(privacy=sdp.PureDP(0.5)).run(rng=1)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda s: s.count_by("fruit", keys=FRUITS, privacy=sdp.PureDP(0.1)),
+        lambda s: s.count_by("fruit", keys=None, privacy=sdp.ApproxDP(0.1, 1e-8), max_groups=2),
+        lambda s: s.sum("amount", bounds=(0, 100), privacy=sdp.PureDP(0.1)),
+        lambda s: s.mean("amount", bounds=(0, 100), privacy=sdp.PureDP(0.1)),
+        lambda s: s.quantile("amount", 0.5, bounds=(0, 100), privacy=sdp.PureDP(0.1)),
+        lambda s: s.top_k("fruit", 2, keys=FRUITS, privacy=sdp.PureDP(0.1)),
+        lambda s: s.top_k("fruit", 2, privacy=sdp.ApproxDP(0.5, 1e-8)),
+        lambda s: s.select_best("fruit", keys=FRUITS, privacy=sdp.PureDP(0.1)),
+    ],
+    ids=["count_by", "unknown keys", "sum", "mean", "quantile", "top_k", "limitdom", "best"],
+)
+def test_an_engine_failure_spends_nothing(small: pd.DataFrame, tmp_path: Path, build: Any) -> None:
+    """The engine computes before the spend: a table whose file vanished after the session
+    opened (DuckDB reads Parquet lazily) fails the run with the ledger untouched."""
+    path = tmp_path / "small.parquet"
+    small.to_parquet(path)
+    s = sdp.data.Session(str(path), "person", sdp.ApproxDP(1.0, 1e-6), seed=0)
+    q = build(s)
+    path.unlink()
+    with pytest.raises(Exception, match=r"small\.parquet"):
+        q.run(rng=0)
+    assert s.accountant.history() == ()

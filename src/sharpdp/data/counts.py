@@ -77,6 +77,9 @@ class CountQuery(Query):
     tau: int | None = None
 
     def _release(self, rng: np.random.Generator) -> AdditiveRelease:
+        return self._finish(self._compute(), rng)
+
+    def _compute(self) -> pd.DataFrame:
         table = self.source.table
         if self.public is not None and self.keys:
             table = _bounding.restrict_keys(table, self.keys, self.public)
@@ -84,9 +87,10 @@ class CountQuery(Query):
         pairs = _bounding.per_person_key(
             table, self.privacy_unit, self.keys, plan=plan, **self._bounding_kwargs()
         )
-        frame = align(
-            fetch_groups(self, self.keys, pairs, False), self.keys, self.public, ["count"]
-        )
+        return align(fetch_groups(self, self.keys, pairs, False), self.keys, self.public, ["count"])
+
+    def _finish(self, data: pd.DataFrame, rng: np.random.Generator) -> AdditiveRelease:
+        frame = data.copy()
         noisy = self.noise.release(frame["count"].to_numpy(np.int64), rng=rng)
         frame["count"] = noisy
         if self.tau is not None:

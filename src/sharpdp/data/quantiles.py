@@ -116,3 +116,13 @@ class QuantileQuery(Query):
 
     def _release(self, rng: np.random.Generator) -> QuantileRelease:
         return self._sample(self.histograms(), rng)
+
+    def _compute(self) -> dict[tuple[Any, ...], tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+        return self.histograms()
+
+    def _finish(
+        self,
+        data: dict[tuple[Any, ...], tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
+        rng: np.random.Generator,
+    ) -> QuantileRelease:
+        return self._sample(data, rng)

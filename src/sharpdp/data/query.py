@@ -375,7 +375,7 @@ class Query(ABC):
         )
 
     def run(self, rng: RNGLike = None) -> Release:
-        """Spend the charge durably, then compute and release.
+        """Check the budget, compute in the engine, spend the charge durably, then release.
 
         Args:
             rng: a seed or a ``numpy.random.Generator`` for the noise (``None``: fresh entropy).
@@ -385,25 +385,47 @@ class Query(ABC):
             spend (``spend.id`` names the ledger row).
 
         Raises:
-            BudgetExceeded: the charge does not fit; nothing was spent or computed.
+            BudgetExceeded: the charge does not fit; nothing was spent or released (and, unless
+                another process spent in between, nothing was computed).
 
-        If the engine fails after the spend (e.g. the table vanished), the spend stays recorded:
-        a failure never refunds budget (it errs against the analyst, never against privacy).
+        The engine's aggregation (:meth:`_compute`) runs after a dry run of the budget check and
+        before the spend, so an engine failure (a bad value, a lost executor, a vanished file)
+        raises with nothing spent. Queries whose engine work depends on their own noise (a
+        workload finding its domains, MWEM) read the engine after the spend: if it fails then,
+        the spend stays recorded — a failure never refunds budget (it errs against the analyst,
+        never against privacy).
         """
         generator = as_generator(rng)
+        item, count = self.charge
         # priced before the spend: the release's explain() then shows the spend it was charged
         # (read after, it would price a second, hypothetical run)
         priced = self.explain() if self._priced_release else None
-        item, count = self.charge
-        entry = self.accountant.spend(item, count)
+        entry = None
+        if not self.accountant.would_fit(item, count):
+            # refused with its reason, before any engine work (recorded only if the budget grew
+            # in between: then the run goes on, its spend already made)
+            entry = self.accountant.spend(item, count)
+        data = self._compute()
+        if entry is None:
+            entry = self.accountant.spend(item, count)  # the binding check
         changes: dict[str, Any] = {"spend": entry}
         if priced is not None:  # (a field of the releases whose queries set _priced_release)
             changes["explanation"] = priced
-        return dataclasses.replace(self._release(generator), **changes)
+        release = self._release(generator) if data is None else self._finish(data, generator)
+        return dataclasses.replace(release, **changes)
 
     @abstractmethod
     def _release(self, rng: np.random.Generator) -> Release:
         """Run the bounded aggregation in the engine and add noise (after the spend)."""
+
+    def _compute(self) -> Any:
+        """The bounded aggregation, from the engine, before the spend (nothing is released from
+        it but through :meth:`_finish`); ``None`` if :meth:`_release` reads the engine itself."""
+        return None
+
+    def _finish(self, data: Any, rng: np.random.Generator) -> Release:
+        """The release from :meth:`_compute`'s data: noise or selection (after the spend)."""
+        raise NotImplementedError(f"{type(self).__name__} computes in _release")
 
     def _bounding_kwargs(self) -> dict[str, Any]:
         """The caps and salt of :attr:`bounding`, as keyword arguments of the ``_bounding`` rules."""

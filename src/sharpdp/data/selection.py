@@ -93,8 +93,15 @@ class TopKQuery(_PublicSelection):
     mechanism: sdp.TopK
 
     def _release(self, rng: np.random.Generator) -> SelectionRelease:
-        scores = self._scores("count")
-        picks = [(g, self.mechanism.select(s, rng=rng)) for g, s in scores.items()]
+        return self._finish(self._compute(), rng)
+
+    def _compute(self) -> dict[tuple[Any, ...], np.ndarray[Any, Any]]:
+        return self._scores("count")
+
+    def _finish(
+        self, data: dict[tuple[Any, ...], np.ndarray[Any, Any]], rng: np.random.Generator
+    ) -> SelectionRelease:
+        picks = [(g, self.mechanism.select(s, rng=rng)) for g, s in data.items()]
         return SelectionRelease(
             query=self.description, keys=(*self.by, self.column), frame=self._frame(picks), noise={}
         )
@@ -111,8 +118,15 @@ class SelectBestQuery(_PublicSelection):
     mechanism: sdp.Exponential
 
     def _release(self, rng: np.random.Generator) -> SelectionRelease:
-        scores = self._scores("persons")
-        picks = [(g, (self.mechanism.select(s, rng=rng),)) for g, s in scores.items()]
+        return self._finish(self._compute(), rng)
+
+    def _compute(self) -> dict[tuple[Any, ...], np.ndarray[Any, Any]]:
+        return self._scores("persons")
+
+    def _finish(
+        self, data: dict[tuple[Any, ...], np.ndarray[Any, Any]], rng: np.random.Generator
+    ) -> SelectionRelease:
+        picks = [(g, (self.mechanism.select(s, rng=rng),)) for g, s in data.items()]
         return SelectionRelease(
             query=self.description, keys=(*self.by, self.column), frame=self._frame(picks), noise={}
         )
@@ -214,3 +228,13 @@ class LimitDomQuery(Query):
 
     def _release(self, rng: np.random.Generator) -> SelectionRelease:
         return self._sample(self.top_counts(), rng)
+
+    def _compute(self) -> dict[tuple[Any, ...], tuple[list[Any], np.ndarray[Any, Any], int]]:
+        return self.top_counts()
+
+    def _finish(
+        self,
+        data: dict[tuple[Any, ...], tuple[list[Any], np.ndarray[Any, Any], int]],
+        rng: np.random.Generator,
+    ) -> SelectionRelease:
+        return self._sample(data, rng)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from sharpdp.data import _bounding
 from sharpdp.data._noise import IntegerNoise
@@ -81,9 +82,15 @@ class SumQuery(_ValueQuery):
     noise: IntegerNoise
 
     def _release(self, rng: np.random.Generator) -> AdditiveRelease:
-        step = self.grid[0]
+        return self._finish(self._compute(), rng)
+
+    def _compute(self) -> pd.DataFrame:
         groups = fetch_groups(self, self.keys, self._pairs(), True)
-        frame = align(groups, self.keys, self.public, ["total"])
+        return align(groups, self.keys, self.public, ["total"])
+
+    def _finish(self, data: pd.DataFrame, rng: np.random.Generator) -> AdditiveRelease:
+        step = self.grid[0]
+        frame = data.copy()
         noisy = self.noise.release(frame.pop("total").to_numpy(np.int64), rng=rng)
         frame["sum"] = noisy if step == 1.0 else noisy.astype(np.float64) * step
         return AdditiveRelease(
@@ -111,9 +118,15 @@ class MeanQuery(_ValueQuery):
     count_noise: IntegerNoise
 
     def _release(self, rng: np.random.Generator) -> MeanRelease:
-        step, lo_g, hi_g = self.grid
+        return self._finish(self._compute(), rng)
+
+    def _compute(self) -> pd.DataFrame:
         groups = fetch_groups(self, self.keys, self._pairs(), True)
-        frame = align(groups, self.keys, self.public, ["total", "count"])
+        return align(groups, self.keys, self.public, ["total", "count"])
+
+    def _finish(self, data: pd.DataFrame, rng: np.random.Generator) -> MeanRelease:
+        step, lo_g, hi_g = self.grid
+        frame = data.copy()
         n = frame.pop("count").to_numpy(np.int64)
         centred = 2 * frame.pop("total").to_numpy(np.int64) - (lo_g + hi_g) * n  # Σ(2v − L − U)
         sums = self.sum_noise.release(centred, rng=rng)
