@@ -1,9 +1,9 @@
 """Stored releases: what was released to whom, each tied to the ledger row of its spend.
 
-Order of events for ``POST /queries`` (principle 6): ``Query.run()`` commits the spend to the
-ledger (the accountant's check-and-record transaction), then computes the result and returns it
-with that ledger entry; the result is stored here with the entry's row id, and only then
-returned. A crash before the store leaves a spend without a
+Order of events for ``POST /queries`` (principle 6): ``Query.run()`` aggregates in the engine
+(nothing released), commits the spend to the ledger (the accountant's check-and-record
+transaction), then adds the noise and returns the result with that ledger entry; the result is
+stored here with the entry's row id, and only then returned. A crash before the store leaves a spend without a
 release (budget lost to the analyst, never privacy); a release without its spend cannot happen.
 Asking for a stored release again costs nothing: it is post-processing of a released result.
 """
