@@ -135,8 +135,25 @@ def test_session_without_a_budget_uses_the_recorded_one(
         lambda s: s.top_k("fruit", 2, keys=FRUITS, privacy=sdp.PureDP(0.1)),
         lambda s: s.top_k("fruit", 2, privacy=sdp.ApproxDP(0.5, 1e-8)),
         lambda s: s.select_best("fruit", keys=FRUITS, privacy=sdp.PureDP(0.1)),
+        lambda s: s.workload(
+            sdp.data.marginals(["fruit"], way=1, domains={"fruit": FRUITS}), privacy=sdp.ZCDP(0.01)
+        ),
+        lambda s: s.mwem_query(
+            sdp.data.marginals(["fruit"], way=1, domains={"fruit": FRUITS}), privacy=sdp.ZCDP(0.01)
+        ),
     ],
-    ids=["count_by", "unknown keys", "sum", "mean", "quantile", "top_k", "limitdom", "best"],
+    ids=[
+        "count_by",
+        "unknown keys",
+        "sum",
+        "mean",
+        "quantile",
+        "top_k",
+        "limitdom",
+        "best",
+        "workload",
+        "mwem",
+    ],
 )
 def test_an_engine_failure_spends_nothing(small: pd.DataFrame, tmp_path: Path, build: Any) -> None:
     """The engine computes before the spend: a table whose file vanished after the session

@@ -424,10 +424,18 @@ class MWEMQuery(Query):
 
     _priced_release: ClassVar[bool] = True
 
+    def _compute(self) -> tuple[dict[str, tuple[Any, ...]], pd.DataFrame] | None:
+        if self.discovery:  # domains found by noise: the engine is read after the spend
+            return None
+        domains = resolve_domains(self.workload, {})
+        return domains, self._cells(domains)
+
     def _release(self, rng: np.random.Generator) -> Synthetic:
         domains = resolve_domains(self.workload, discover(self.discovery, rng))
-        columns = self.workload.columns
-        sizes = [len(domains[c]) for c in columns]
+        return self._finish((domains, self._cells(domains)), rng)
+
+    def _cells(self, domains: dict[str, tuple[Any, ...]]) -> pd.DataFrame:
+        sizes = [len(domains[c]) for c in self.workload.columns]
         if 0 in sizes:
             raise InvalidParameter(
                 "MWEM: a discovered domain is empty (no value passed the threshold); the budget "
@@ -438,7 +446,13 @@ class MWEMQuery(Query):
                 f"MWEM: the discovered domain has {math.prod(sizes)} cells > {MAX_DOMAIN}; "
                 "declare smaller domains"
             )
-        cells = cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
+        return cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
+
+    def _finish(
+        self, data: tuple[dict[str, tuple[Any, ...]], pd.DataFrame], rng: np.random.Generator
+    ) -> Synthetic:
+        domains, cells = data
+        columns = self.workload.columns
         hist = _flat_histogram(cells, columns, domains)
         labels, matrix = self.workload.matrix(domains)
         groups = self.workload.groups(domains)

@@ -391,7 +391,7 @@ class Query(ABC):
         The engine's aggregation (:meth:`_compute`) runs after a dry run of the budget check and
         before the spend, so an engine failure (a bad value, a lost executor, a vanished file)
         raises with nothing spent. Queries whose engine work depends on their own noise (a
-        workload finding its domains, MWEM) read the engine after the spend: if it fails then,
+        workload or MWEM finding undeclared domains) read the engine after the spend: if it fails then,
         the spend stays recorded — a failure never refunds budget (it errs against the analyst,
         never against privacy).
         """
