@@ -17,6 +17,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, TypeVar, cast
 
 from sharpdp import _divergences, _format, _math, _tails, _validate
@@ -646,7 +647,8 @@ def bounded_range_to_zcdp(g: BoundedRange) -> ZCDP:
 
     Valid; not tight (the certified route gives ≈ η²/8 − η⁴/576, the maximal KL divergence).
     """
-    rho = _math.up(g.eta * g.eta / 8.0)  # rounded up; a positive ρ never underflows to 0
+    # exactly η²/8, rounded up only if it is not a float (η = 1: 0.125, not 0.125 + 4 ulps)
+    rho = _math.float_up(Fraction(g.eta) ** 2 / 8)  # a positive ρ never underflows to 0
     return ZCDP(5e-324 if rho == 0.0 and g.eta > 0.0 else rho)
 
 
