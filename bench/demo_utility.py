@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/demo_utility.py      # ~45 s on 2 cores; prints markdown tables
+    python bench/demo_utility.py      # ~50 s on 2 cores (idle); prints markdown tables
 
 The question (the open issue, "utility at equal privacy"): for the whole set of queries of
 ``sharpdp demo`` under one (ε, δ) = (1, 1e-6) budget, is the expected absolute error of every
