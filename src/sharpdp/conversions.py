@@ -647,6 +647,8 @@ def bounded_range_to_zcdp(g: BoundedRange) -> ZCDP:
 
     Valid; not tight (the certified route gives ≈ η²/8 − η⁴/576, the maximal KL divergence).
     """
+    if math.isinf(g.eta):
+        return ZCDP(math.inf)
     # exactly η²/8, rounded up only if it is not a float (η = 1: 0.125, not 0.125 + 4 ulps)
     rho = _math.float_up(Fraction(g.eta) ** 2 / 8)  # a positive ρ never underflows to 0
     return ZCDP(5e-324 if rho == 0.0 and g.eta > 0.0 else rho)
