@@ -318,19 +318,22 @@ class WorkloadQuery(Query):
     _priced_release: ClassVar[bool] = True
 
     def _compute(self) -> tuple[dict[str, tuple[Any, ...]], pd.DataFrame] | None:
-        if self.discovery:  # domains found by noise: the engine is read after the spend
+        """Domains and cell counts; ``None`` when domains are found by noise (then after the
+        spend, in :meth:`_finish`)."""
+        if self.discovery:
             return None
         domains = resolve_domains(self.workload, {})
         return domains, cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
 
-    def _release(self, rng: np.random.Generator) -> WorkloadRelease:
-        domains = resolve_domains(self.workload, discover(self.discovery, rng))
-        cells = cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
-        return self._finish((domains, cells), rng)
-
     def _finish(
-        self, data: tuple[dict[str, tuple[Any, ...]], pd.DataFrame], rng: np.random.Generator
+        self, data: tuple[dict[str, tuple[Any, ...]], pd.DataFrame] | None, rng: np.random.Generator
     ) -> WorkloadRelease:
+        if data is None:
+            domains = resolve_domains(self.workload, discover(self.discovery, rng))
+            data = (
+                domains,
+                cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt),
+            )
         domains, cells = data
         rows, truth = self.workload.evaluate(cells, domains)
         if isinstance(self.plan.law, sdp.DiscreteLaplace):

@@ -76,9 +76,6 @@ class CountQuery(Query):
     noise: IntegerNoise
     tau: int | None = None
 
-    def _release(self, rng: np.random.Generator) -> AdditiveRelease:
-        return self._finish(self._compute(), rng)
-
     def _compute(self) -> pd.DataFrame:
         table = self.source.table
         if self.public is not None and self.keys:

@@ -425,14 +425,12 @@ class MWEMQuery(Query):
     _priced_release: ClassVar[bool] = True
 
     def _compute(self) -> tuple[dict[str, tuple[Any, ...]], pd.DataFrame] | None:
-        if self.discovery:  # domains found by noise: the engine is read after the spend
+        """Domains and cell counts; ``None`` when domains are found by noise (then after the
+        spend, in :meth:`_finish`)."""
+        if self.discovery:
             return None
         domains = resolve_domains(self.workload, {})
         return domains, self._cells(domains)
-
-    def _release(self, rng: np.random.Generator) -> Synthetic:
-        domains = resolve_domains(self.workload, discover(self.discovery, rng))
-        return self._finish((domains, self._cells(domains)), rng)
 
     def _cells(self, domains: dict[str, tuple[Any, ...]]) -> pd.DataFrame:
         sizes = [len(domains[c]) for c in self.workload.columns]
@@ -449,8 +447,11 @@ class MWEMQuery(Query):
         return cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
 
     def _finish(
-        self, data: tuple[dict[str, tuple[Any, ...]], pd.DataFrame], rng: np.random.Generator
+        self, data: tuple[dict[str, tuple[Any, ...]], pd.DataFrame] | None, rng: np.random.Generator
     ) -> Synthetic:
+        if data is None:
+            domains = resolve_domains(self.workload, discover(self.discovery, rng))
+            data = domains, self._cells(domains)
         domains, cells = data
         columns = self.workload.columns
         hist = _flat_histogram(cells, columns, domains)

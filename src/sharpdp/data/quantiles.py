@@ -114,9 +114,6 @@ class QuantileQuery(Query):
             cells=cells,
         )
 
-    def _release(self, rng: np.random.Generator) -> QuantileRelease:
-        return self._sample(self.histograms(), rng)
-
     def _compute(self) -> dict[tuple[Any, ...], tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         return self.histograms()
 

@@ -6,14 +6,15 @@ contribution bounding, and touches neither the data nor the budget. Then:
 
 * :meth:`Query.explain` prices it — mechanisms, noise, sensitivities or range, the item the
   accountant will be charged and what the budget reads afterwards — still touching neither;
-* :meth:`Query.run` spends the charge durably through the session's accountant *first*
-  (``BudgetExceeded`` ⇒ nothing spent, nothing computed), then runs the bounded aggregation in the
-  engine and adds exact noise.
+* :meth:`Query.run` checks the budget (``BudgetExceeded`` ⇒ nothing spent, nothing computed),
+  runs the bounded aggregation in the engine, spends the charge durably through the session's
+  accountant, and only then adds exact noise.
 
 Subclassing contract (one small module per query kind): a subclass is a frozen dataclass that
 fills the base fields (``statistics`` lists each noisy statistic with its mechanism and how many
-keys one person moves) and implements ``_release(rng) -> Release``, which runs the engine and
-samples. The charge, ``explain`` and ``run`` are inherited.
+keys one person moves) and implements ``_compute() -> data`` (the engine's part, before the spend)
+and ``_finish(data, rng) -> Release`` (the noise or selection, after it). The charge, ``explain``
+and ``run`` are inherited.
 """
 
 from __future__ import annotations
@@ -391,9 +392,9 @@ class Query(ABC):
         The engine's aggregation (:meth:`_compute`) runs after a dry run of the budget check and
         before the spend, so an engine failure (a bad value, a lost executor, a vanished file)
         raises with nothing spent. Queries whose engine work depends on their own noise (a
-        workload or MWEM finding undeclared domains) read the engine after the spend: if it fails then,
-        the spend stays recorded — a failure never refunds budget (it errs against the analyst,
-        never against privacy).
+        workload or MWEM finding undeclared domains) read the engine in :meth:`_finish`, after
+        the spend: if it fails then, the spend stays recorded — a failure never refunds budget
+        (it errs against the analyst, never against privacy).
         """
         generator = as_generator(rng)
         item, count = self.charge
@@ -411,21 +412,20 @@ class Query(ABC):
         changes: dict[str, Any] = {"spend": entry}
         if priced is not None:  # (a field of the releases whose queries set _priced_release)
             changes["explanation"] = priced
-        release = self._release(generator) if data is None else self._finish(data, generator)
-        return dataclasses.replace(release, **changes)
+        return dataclasses.replace(self._finish(data, generator), **changes)
 
     @abstractmethod
-    def _release(self, rng: np.random.Generator) -> Release:
-        """Run the bounded aggregation in the engine and add noise (after the spend)."""
-
     def _compute(self) -> Any:
         """The bounded aggregation, from the engine, before the spend (nothing is released from
-        it but through :meth:`_finish`); ``None`` if :meth:`_release` reads the engine itself."""
-        return None
+        it but through :meth:`_finish`)."""
 
+    @abstractmethod
     def _finish(self, data: Any, rng: np.random.Generator) -> Release:
         """The release from :meth:`_compute`'s data: noise or selection (after the spend)."""
-        raise NotImplementedError(f"{type(self).__name__} computes in _release")
+
+    def _release(self, rng: np.random.Generator) -> Release:
+        """Compute and release, without spending (for a query already paid for by another)."""
+        return self._finish(self._compute(), rng)
 
     def _bounding_kwargs(self) -> dict[str, Any]:
         """The caps and salt of :attr:`bounding`, as keyword arguments of the ``_bounding`` rules."""

@@ -92,9 +92,6 @@ class TopKQuery(_PublicSelection):
 
     mechanism: sdp.TopK
 
-    def _release(self, rng: np.random.Generator) -> SelectionRelease:
-        return self._finish(self._compute(), rng)
-
     def _compute(self) -> dict[tuple[Any, ...], np.ndarray[Any, Any]]:
         return self._scores("count")
 
@@ -116,9 +113,6 @@ class SelectBestQuery(_PublicSelection):
     """
 
     mechanism: sdp.Exponential
-
-    def _release(self, rng: np.random.Generator) -> SelectionRelease:
-        return self._finish(self._compute(), rng)
 
     def _compute(self) -> dict[tuple[Any, ...], np.ndarray[Any, Any]]:
         return self._scores("persons")
@@ -225,9 +219,6 @@ class LimitDomQuery(Query):
         return SelectionRelease(
             query=self.description, keys=(*self.by, self.column), frame=frame, noise={}
         )
-
-    def _release(self, rng: np.random.Generator) -> SelectionRelease:
-        return self._sample(self.top_counts(), rng)
 
     def _compute(self) -> dict[tuple[Any, ...], tuple[list[Any], np.ndarray[Any, Any], int]]:
         return self.top_counts()

@@ -81,9 +81,6 @@ class SumQuery(_ValueQuery):
 
     noise: IntegerNoise
 
-    def _release(self, rng: np.random.Generator) -> AdditiveRelease:
-        return self._finish(self._compute(), rng)
-
     def _compute(self) -> pd.DataFrame:
         groups = fetch_groups(self, self.keys, self._pairs(), True)
         return align(groups, self.keys, self.public, ["total"])
@@ -116,9 +113,6 @@ class MeanQuery(_ValueQuery):
 
     sum_noise: IntegerNoise
     count_noise: IntegerNoise
-
-    def _release(self, rng: np.random.Generator) -> MeanRelease:
-        return self._finish(self._compute(), rng)
 
     def _compute(self) -> pd.DataFrame:
         groups = fetch_groups(self, self.keys, self._pairs(), True)
