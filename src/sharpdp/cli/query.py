@@ -83,9 +83,8 @@ def _typed_keys(table: Any, columns: list[str], texts: list[str]) -> list[Any]:
     value per column), each value parsed by its column's type (``--keys 1,2`` on an integer
     column are the integers 1 and 2)."""
     schema = table.schema()
-    missing = [c for c in columns if c not in schema]
-    if missing:
-        return list(texts)  # the session names the unknown column
+    if not columns or any(c not in schema for c in columns):
+        return list(texts)  # the session refuses them, naming what is missing
     parsers = [
         next(
             ((parse, what) for name, parse, what in _KEY_PARSERS if getattr(schema[c], name)()),
