@@ -52,3 +52,31 @@ def test_shapes_and_types() -> None:
 def test_bad_values_raise(value: object) -> None:
     with pytest.raises(sdp.InvalidParameter):
         sdp.RandomizedResponse(1.0, categories=3).release(value, rng=0)
+
+
+@pytest.mark.parametrize(("epsilon", "k"), [(1.0, 1000), (3.0, 10**12), (0.0, 10**6)])
+def test_many_categories_keep_the_truth_with_the_stated_probability(epsilon: float, k: int) -> None:
+    """Large k: the kept share against e^ε/(e^ε + k − 1) (exact binomial test, two-sided at 1e-6),
+    and the moved reports uniform on the other k − 1 (χ² over 8 equal-width bins of the shift)."""
+    n = 200_000
+    value = k // 3
+    out = sdp.RandomizedResponse(epsilon, categories=k).release(np.full(n, value), rng=11)
+    assert out.min() >= 0
+    assert out.max() < k
+    kept = int((out == value).sum())
+    p = math.exp(epsilon) / (math.exp(epsilon) + k - 1)
+    assert stats.binomtest(kept, n, p).pvalue > FALSE_FAILURE
+    shift = (out[out != value] - value) % k  # in {1, …, k − 1}, uniform
+    bins = np.minimum((shift - 1) * 8 // (k - 1), 7)
+    counts = np.bincount(bins, minlength=8)
+    expected = np.array([((j + 1) * (k - 1) + 7) // 8 - (j * (k - 1) + 7) // 8 for j in range(8)])
+    expected = expected / (k - 1) * shift.size
+    assert float(((counts - expected) ** 2 / expected).sum()) < stats.chi2.isf(FALSE_FAILURE, 7)
+
+
+def test_categories_near_the_int64_limit_wrap_without_overflow() -> None:
+    k = 2**63 - 1
+    out = sdp.RandomizedResponse(0.1, categories=k).release(np.full(1000, k - 1), rng=3)
+    assert out.dtype == np.int64
+    assert out.min() >= 0  # (v + R) mod k computed without overflowing
+    assert (out != k - 1).mean() > 0.9

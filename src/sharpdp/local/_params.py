@@ -20,7 +20,7 @@ Scheme: TypeAlias = str
 SCHEMES: Final[tuple[str, ...]] = ("rr", "hadamard", "oue")
 
 #: Most categories any scheme accepts: the server's Hadamard transform holds K ≤ 2k ≤ 2^25
-#: counts (256 MiB), and k-RR's exact sampler holds one score per category.
+#: counts (256 MiB).
 MAX_CATEGORIES: Final[int] = 2**24
 
 

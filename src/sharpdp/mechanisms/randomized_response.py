@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -13,13 +14,10 @@ from sharpdp import _divergences, _validate
 from sharpdp.conversions import pure_dp_to_zcdp, register
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.guarantees import ZCDP, PureDP
-from sharpdp.mechanisms._samplers import RNGLike, as_generator
+from sharpdp.mechanisms._samplers import RNGLike, as_generator, uniform_int
 from sharpdp.mechanisms.base import Mechanism
 
 __all__ = ["RandomizedResponse"]
-
-#: The exact race holds one score per category in memory.
-_MAX_RELEASE_CATEGORIES = 10**8
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +64,12 @@ class RandomizedResponse(Mechanism):
         The report is v + R (mod k) where R is the exponential mechanism's choice (monotonic,
         ε, Δ = 1) on the scores (1, 0, …, 0): P[R = 0] = e^ε/(e^ε + k − 1) and each r ≠ 0 has
         1/(e^ε + k − 1), so every other category is reported with that probability. R is drawn
-        by the exact race of :mod:`sharpdp.mechanisms._race` (no float exp or log decides it).
+        in two exact steps: the race of :mod:`sharpdp.mechanisms._race` between two candidates,
+        "keep" (score 1) and "move" (score 0, multiplicity k − 1: the maximum of k − 1 iid
+        Gumbels is ln(k − 1) plus one), decides R = 0 with probability e^ε/(e^ε + k − 1); given a
+        move, R is an exact uniform integer in {1, …, k − 1} (by symmetry the k − 1 equal scores
+        are equally likely). No float exp or log decides a draw, and the work per report is
+        constant in k.
 
         Args:
             value: a category in {0, …, k−1}, or an integer array of them (each entry is one use
@@ -87,16 +90,17 @@ class RandomizedResponse(Mechanism):
         from sharpdp.mechanisms import _race  # deferred: selection machinery is heavier
 
         v = self._categories_of(value)
-        if self.categories > _MAX_RELEASE_CATEGORIES:
-            raise InvalidParameter(
-                f"release supports at most {_MAX_RELEASE_CATEGORIES} categories, "
-                f"got {self.categories}"
-            )
-        scores = np.zeros(self.categories)
-        scores[0] = 1.0
-        c = Fraction(self.epsilon_)  # monotonic with Δ = 1: c = ε
-        draws = _race.race(_race.offsets(scores, c), 1, "gumbel", as_generator(rng), v.size)
-        out = (v.ravel() + draws[:, 0]) % self.categories
+        gen = as_generator(rng)
+        keep_or_move = dataclasses.replace(
+            _race.offsets(np.array([1.0, 0.0]), Fraction(self.epsilon_)),  # c = ε/Δ, Δ = 1
+            counts=np.array([1, self.categories - 1], dtype=np.int64),
+        )
+        moved = _race.race(keep_or_move, 1, "gumbel", gen, v.size)[:, 0] == 1
+        shift = np.zeros(v.size, dtype=np.int64)
+        shift[moved] = 1 + uniform_int(self.categories - 1, int(moved.sum()), gen)
+        flat = v.ravel()
+        wraps = flat >= self.categories - shift  # (v + R) mod k without overflowing int64
+        out = np.where(wraps, flat - (self.categories - shift), flat + shift)
         return int(out[0]) if v.ndim == 0 else out.reshape(v.shape).astype(np.int64)
 
     def _categories_of(self, value: Any) -> Any:
