@@ -80,3 +80,25 @@ def test_categories_near_the_int64_limit_wrap_without_overflow() -> None:
     assert out.dtype == np.int64
     assert out.min() >= 0  # (v + R) mod k computed without overflowing
     assert (out != k - 1).mean() > 0.9
+
+
+def test_an_epsilon_beyond_the_coin_range_uses_the_race() -> None:
+    # ε = 2·10⁶ > _logistic.MAX_ABS_S: the race decides keep-or-move; P[move] < 10⁻⁸⁰⁰⁰⁰⁰.
+    m = sdp.RandomizedResponse(2e6, categories=2**40)
+    values = np.arange(0, 2**40, 2**30)
+    assert np.array_equal(m.release(values, rng=4), values)
+
+
+@pytest.mark.parametrize(("epsilon", "k"), [(1.0, 2), (0.7, 5), (2.0, 10**9)])
+def test_the_race_path_has_the_same_law(
+    epsilon: float, k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the coin range emptied, small ε goes through the race: kept share against
+    e^ε/(e^ε + k − 1), exact binomial test at 1e-6."""
+    from sharpdp.mechanisms import _logistic
+
+    monkeypatch.setattr(_logistic, "MAX_ABS_S", -1.0)
+    n = 100_000
+    out = sdp.RandomizedResponse(epsilon, categories=k).release(np.full(n, 1), rng=8)
+    p = math.exp(epsilon) / (math.exp(epsilon) + k - 1)
+    assert stats.binomtest(int((out == 1).sum()), n, p).pvalue > FALSE_FAILURE

@@ -14,6 +14,7 @@ from sharpdp import _divergences, _validate
 from sharpdp.conversions import pure_dp_to_zcdp, register
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.guarantees import ZCDP, PureDP
+from sharpdp.mechanisms import _logistic
 from sharpdp.mechanisms._samplers import RNGLike, as_generator, uniform_int
 from sharpdp.mechanisms.base import Mechanism
 
@@ -64,12 +65,13 @@ class RandomizedResponse(Mechanism):
         The report is v + R (mod k) where R is the exponential mechanism's choice (monotonic,
         ε, Δ = 1) on the scores (1, 0, …, 0): P[R = 0] = e^ε/(e^ε + k − 1) and each r ≠ 0 has
         1/(e^ε + k − 1), so every other category is reported with that probability. R is drawn
-        in two exact steps: the race of :mod:`sharpdp.mechanisms._race` between two candidates,
-        "keep" (score 1) and "move" (score 0, multiplicity k − 1: the maximum of k − 1 iid
-        Gumbels is ln(k − 1) plus one), decides R = 0 with probability e^ε/(e^ε + k − 1); given a
-        move, R is an exact uniform integer in {1, …, k − 1} (by symmetry the k − 1 equal scores
-        are equally likely). No float exp or log decides a draw, and the work per report is
-        constant in k.
+        in two exact steps: first keep (R = 0) or move, a coin of probability
+        1/(1 + (k − 1)·e^{−ε}) drawn by comparing one random word with the exact digits of that
+        probability (:mod:`sharpdp.mechanisms._logistic`; for ε beyond its range, by the race of
+        :mod:`sharpdp.mechanisms._race` between "keep", score 1, and "move", score 0 with
+        multiplicity k − 1); then, given a move, R is an exact uniform integer in {1, …, k − 1}
+        (the k − 1 equal scores are equally likely). No float decides a draw, and the work per
+        report does not grow with k.
 
         Args:
             value: a category in {0, …, k−1}, or an integer array of them (each entry is one use
@@ -87,21 +89,27 @@ class RandomizedResponse(Mechanism):
             >>> sdp.RandomizedResponse(1.0, categories=3).release([0, 2, 1], rng=0).shape
             (3,)
         """
-        from sharpdp.mechanisms import _race  # deferred: selection machinery is heavier
-
         v = self._categories_of(value)
         gen = as_generator(rng)
-        keep_or_move = dataclasses.replace(
-            _race.offsets(np.array([1.0, 0.0]), Fraction(self.epsilon_)),  # c = ε/Δ, Δ = 1
-            counts=np.array([1, self.categories - 1], dtype=np.int64),
-        )
-        moved = _race.race(keep_or_move, 1, "gumbel", gen, v.size)[:, 0] == 1
+        moved = ~self._keeps(v.size, gen)
         shift = np.zeros(v.size, dtype=np.int64)
         shift[moved] = 1 + uniform_int(self.categories - 1, int(moved.sum()), gen)
         flat = v.ravel()
         wraps = flat >= self.categories - shift  # (v + R) mod k without overflowing int64
         out = np.where(wraps, flat - (self.categories - shift), flat + shift)
         return int(out[0]) if v.ndim == 0 else out.reshape(v.shape).astype(np.int64)
+
+    def _keeps(self, size: int, gen: np.random.Generator) -> Any:
+        """``size`` exact coins, True with probability e^ε/(e^ε + k − 1)."""
+        if self.epsilon_ <= _logistic.MAX_ABS_S:
+            return _logistic.coins(gen, self.epsilon_, self.categories - 1, size)
+        from sharpdp.mechanisms import _race  # deferred: selection machinery is heavier
+
+        keep_or_move = dataclasses.replace(
+            _race.offsets(np.array([1.0, 0.0]), Fraction(self.epsilon_)),  # c = ε/Δ, Δ = 1
+            counts=np.array([1, self.categories - 1], dtype=np.int64),
+        )
+        return _race.race(keep_or_move, 1, "gumbel", gen, size)[:, 0] == 0
 
     def _categories_of(self, value: Any) -> Any:
         try:
