@@ -58,8 +58,10 @@ __all__ = [
     "valued_rows",
 ]
 
-#: The privacy unit's column in bounded relations (a name no user column is expected to take).
-UNIT = "_sdp_unit"
+#: The prefix of the columns bounding adds in the engine (a session refuses tables that use it).
+RESERVED_PREFIX = "_sdp_"
+#: The privacy unit's column in bounded relations.
+UNIT = RESERVED_PREFIX + "unit"
 _NULL = "\\N"
 
 
@@ -69,6 +71,8 @@ P = 2**31 - 1
 
 def _is_integral(value: Any) -> bool:
     dtype = value.type()
+    if dtype.is_unsigned_integer() and dtype.nbytes == 8:
+        return False  # may exceed int64: hashed as its decimal text instead
     return bool(dtype.is_integer() or dtype.is_boolean())
 
 
@@ -174,10 +178,16 @@ def restrict_keys(table: Any, columns: Sequence[str], keys: Sequence[tuple[Any, 
     """Rows whose key (over ``columns``) is one of the public ``keys`` (a row-wise filter)."""
     ibis = _engine.ibis()
 
+    def value(column: str, v: Any) -> Any:
+        dtype = table[column].type()
+        # an integer beyond int64 (a uint64 column's) has no literal type of its own
+        return ibis.literal(v, type=dtype) if dtype.is_integer() else v
+
     if len(columns) == 1:
-        return table.filter(table[columns[0]].isin([k[0] for k in keys]))
+        return table.filter(table[columns[0]].isin([value(columns[0], k[0]) for k in keys]))
     clauses = [
-        ibis.and_(*[table[c] == v for c, v in zip(columns, key, strict=True)]) for key in keys
+        ibis.and_(*[table[c] == value(c, v) for c, v in zip(columns, key, strict=True)])
+        for key in keys
     ]
     return table.filter(ibis.or_(*clauses))
 

@@ -11,10 +11,8 @@ into Python.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import importlib
 import itertools
-import numbers
 import os
 import threading
 import warnings
@@ -22,11 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from sharpdp.errors import InvalidParameter
 
-__all__ = ["Source", "check_columns", "check_values", "execute", "ibis", "open_table", "quiet"]
+__all__ = ["Source", "check_columns", "execute", "ibis", "open_table", "quiet"]
 
 _COUNTER = itertools.count()
 
@@ -155,51 +151,4 @@ def check_columns(table: Any, parameter: str, columns: tuple[str, ...]) -> None:
         if c not in names:
             raise InvalidParameter(
                 f"{parameter}: no column {c!r} in the table (columns: {sorted(names)})"
-            )
-
-
-def _is_integer(v: object) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool | np.bool_)
-
-
-def _is_real(v: object) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_)
-
-
-def _is_temporal(v: object) -> bool:
-    return isinstance(v, datetime.date | np.datetime64 | str)
-
-
-#: (dtype predicate, value check, what the column holds): the Python values a public key of a
-#: column may be, by the column's Ibis type. Engines cast a key of another type to the column's
-#: type while running (DuckDB raises, a pandas merge refuses), which is after the budget is spent:
-#: keys are checked before. Types not listed are not checked.
-_KEY_TYPES: tuple[tuple[str, Any, str], ...] = (
-    ("is_boolean", lambda v: isinstance(v, bool | np.bool_), "booleans"),
-    ("is_integer", _is_integer, "integers"),
-    ("is_floating", _is_real, "numbers"),
-    ("is_decimal", lambda v: isinstance(v, numbers.Number) and not isinstance(v, bool), "numbers"),
-    ("is_string", lambda v: isinstance(v, str), "strings"),
-    ("is_temporal", _is_temporal, "dates or times"),
-)
-
-
-def check_values(
-    table: Any, parameter: str, columns: tuple[str, ...], rows: tuple[tuple[Any, ...], ...]
-) -> None:
-    """Raise :class:`InvalidParameter` naming ``parameter`` if a key value cannot be a value of its
-    column (a string for an integer column, a number for a text column...)."""
-    with quiet():
-        schema = table.schema()
-    for i, c in enumerate(columns):
-        dtype = schema[c]
-        rule = next((r for r in _KEY_TYPES if getattr(dtype, r[0])()), None)
-        if rule is None:
-            continue
-        _, accepts, holds = rule
-        bad = next((r[i] for r in rows if not accepts(r[i])), None)
-        if bad is not None:
-            raise InvalidParameter(
-                f"{parameter}: {bad!r} ({type(bad).__name__}) cannot be a value of column {c!r}, "
-                f"which holds {holds} ({dtype})"
             )

@@ -231,10 +231,12 @@ def discover(
     discovery: tuple[tuple[str, CountQuery], ...], rng: np.random.Generator
 ) -> dict[str, tuple[Any, ...]]:
     """Run the partition selections that find undeclared domains (already paid for by the
-    query that holds them): each column's released keys, sorted."""
+    query that holds them): each column's released keys but NULL, sorted."""
     found: dict[str, tuple[Any, ...]] = {}
     for column, sub in discovery:
-        keys = sub._release(rng).frame[column].tolist()
+        # NULL is not a value of a domain (rows with NULL there are in no cell): dropping its
+        # released key is post-processing
+        keys = [k for k in sub._release(rng).frame[column].tolist() if not pd.isna(k)]
         found[column] = tuple(sorted(keys, key=lambda v: (str(type(v)), v)))
     return found
 

@@ -32,7 +32,7 @@ import sharpdp as sdp
 from sharpdp import _validate
 from sharpdp._format import upper
 from sharpdp.accounting.ledger import Ledger
-from sharpdp.data import _bounding, _calibrate, _engine, _noise, _partition
+from sharpdp.data import _bounding, _calibrate, _engine, _noise, _partition, _values
 from sharpdp.data.answers import WorkloadQuery, WorkloadRelease, choose_noise, resolve_domains
 from sharpdp.data.counts import CountQuery
 from sharpdp.data.mwem import (
@@ -47,7 +47,7 @@ from sharpdp.data.quantiles import QuantileQuery
 from sharpdp.data.query import Bounding, Statistic
 from sharpdp.data.selection import LimitDomQuery, SelectBestQuery, TopKQuery
 from sharpdp.data.sums import MeanQuery, SumQuery
-from sharpdp.data.workloads import MAX_DOMAIN, Bins, Predicates, Workload
+from sharpdp.data.workloads import MAX_DOMAIN, Bins, Domain, Predicates, Workload
 from sharpdp.errors import InvalidParameter
 from sharpdp.mechanisms._samplers import RNGLike
 
@@ -125,6 +125,23 @@ def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[A
     if len(set(rows)) != len(rows):
         raise InvalidParameter(f"{name} must not repeat a key")
     return tuple(rows)
+
+
+#: Column names a query cannot read: those of its results (values and intervals, ranks, workload
+#: query names) and of the bounded tables built in the engine.
+RESERVED_COLUMNS = frozenset(
+    {"count", "sum", "mean", "quantile", "rank", "lower", "upper", "query", "rows", "total",
+     "persons"}
+)
+
+
+def _missing(column: Any) -> Any:
+    """Whether a row has no person: NULL, or NaN in a floating column (NaN is not NULL in DuckDB,
+    Spark or Arrow, and all NaN rows would be one "person")."""
+    missing = column.isnull()
+    if column.type().is_floating():
+        missing = missing | column.isnan()
+    return missing
 
 
 def _bounds(value: object) -> tuple[float, float]:
@@ -246,10 +263,15 @@ class Session:
         source = _engine.open_table(table, engine)
         if privacy_unit is not None:
             _engine.check_columns(source.table, "privacy_unit", (privacy_unit,))
-        if _bounding.UNIT in source.table.columns:
-            raise InvalidParameter(f"table: the column name {_bounding.UNIT!r} is reserved")
+        taken = [c for c in source.table.columns if c.startswith(_bounding.RESERVED_PREFIX)]
+        if taken:
+            raise InvalidParameter(
+                f"table: column names starting with {_bounding.RESERVED_PREFIX!r} are reserved "
+                f"for sharpdp's bounding, got {taken[0]!r}: rename it"
+            )
         t = source.table
-        unit_nulls = t[privacy_unit].isnull().sum() if privacy_unit is not None else 0
+        unit_missing = None if privacy_unit is None else _missing(t[privacy_unit])
+        unit_nulls = 0 if unit_missing is None else unit_missing.sum()
         stats = _engine.execute(source.backend, t.aggregate(rows=t.count(), nulls=unit_nulls))
         rows = int(stats["rows"].iloc[0])
         nulls = stats["nulls"].iloc[0]
@@ -258,12 +280,12 @@ class Session:
             raise InvalidParameter("table is empty (no rows to query)")
         if nulls and null_units == "refuse":
             raise InvalidParameter(
-                f"privacy_unit column {privacy_unit!r} has NULL values; rows without a person "
-                "cannot be protected as anyone's: clean them, or pass null_units='drop'"
+                f"privacy_unit column {privacy_unit!r} has NULL (or NaN) values; rows without a "
+                "person cannot be protected as anyone's: clean them, or pass null_units='drop'"
             )
         if nulls:
-            assert privacy_unit is not None
-            t = t.filter(t[privacy_unit].notnull())
+            assert unit_missing is not None
+            t = t.filter(~unit_missing)
         source = _engine.Source(t, source.backend, source.engine, rows=rows - nulls)
         self._source = source
         self._unit = privacy_unit
@@ -332,6 +354,13 @@ class Session:
         _engine.check_columns(self._source.table, parameter, columns)
         if self._unit is not None and self._unit in columns:
             raise InvalidParameter(f"{parameter} must not be the privacy unit {self._unit!r}")
+        for c in columns:
+            if c in RESERVED_COLUMNS:
+                raise InvalidParameter(
+                    f"{parameter}: the column name {c!r} is one that sharpdp's results or its "
+                    f"bounding use ({', '.join(sorted(RESERVED_COLUMNS))}): rename the column to "
+                    "query it"
+                )
 
     def _numeric(self, column: str, purpose: str = "to sum") -> bool:
         """Check ``column`` is numeric (not boolean); return whether it is an integer column."""
@@ -378,11 +407,10 @@ class Session:
     def _public(
         self, name: str, value: object, columns: tuple[str, ...]
     ) -> tuple[tuple[Any, ...], ...]:
-        """:func:`_public` keys, each value checked against its column's type (an engine would
-        fail on a mismatch only while running, after the spend)."""
-        rows = _public(name, value, columns)
-        _engine.check_values(self._source.table, name, columns, rows)
-        return rows
+        """:func:`_public` keys, each value checked against its column's type and converted to the
+        value the engine returns for it (an engine would fail on a mismatch only while running,
+        after the spend, and pandas would match nothing: see :mod:`sharpdp.data._values`)."""
+        return _values.canonical(self._source.table, name, columns, _public(name, value, columns))
 
     def _by(
         self,
@@ -1072,6 +1100,46 @@ class Session:
         rho, delta = target.rho, target.delta_
         return sdp.ApproxZCDP(f * rho / u, delta / u), sdp.ZCDP((1 - f) * rho)
 
+    def _typed_values(
+        self, parameter: str, column: str, values: tuple[Any, ...], bins: Bins | None
+    ) -> tuple[Any, ...]:
+        """Values of ``column`` in its type (:mod:`sharpdp.data._values`); with a :class:`Bins`
+        domain, bin labels (left edges), which must be the domain's own."""
+        if bins is None:
+            rows = tuple((v,) for v in values)
+            return tuple(r[0] for r in _values.canonical(self._source.table, parameter, (column,), rows))
+        labels = set(bins.labels)
+        for v in values:
+            if v not in labels:
+                raise InvalidParameter(
+                    f"{parameter}: {v!r} is not a bin label of column {column!r}; its bins "
+                    f"{bins!r} are labelled by their left edges {list(bins.labels)[:6]}"
+                    + ("..." if bins.count > 6 else "")
+                )
+        return values
+
+    def _typed_workload(self, workload: Workload) -> Workload:
+        """``workload`` with its declared domains and predicate values in their columns' types."""
+        domains: list[tuple[str, Domain]] = []
+        for c, domain in workload.domains:
+            if isinstance(domain, Bins):
+                self._numeric(c, "to bin")
+                domains.append((c, domain))
+            else:
+                domains.append((c, self._typed_values(f"domains[{c!r}]", c, domain, None)))
+        typed = dataclasses.replace(workload, domains=tuple(domains))
+        if not isinstance(typed, Predicates):
+            return typed
+        queries = []
+        for name, conditions in typed.queries:
+            parts = []
+            for c, allowed in conditions:
+                dom = typed.domain(c)
+                bins = dom if isinstance(dom, Bins) else None
+                parts.append((c, self._typed_values(f"predicates[{name!r}]", c, allowed, bins)))
+            queries.append((name, tuple(parts)))
+        return dataclasses.replace(typed, queries=tuple(queries))
+
     def _workload_setup(
         self, workload: object, privacy: object, max_rows: object
     ) -> tuple[Workload, sdp.Guarantee, int, sdp.Guarantee, tuple[tuple[str, CountQuery], ...]]:
@@ -1083,19 +1151,7 @@ class Session:
         self._check("workload", workload.columns)
         target = _privacy(privacy)
         m = self._caps(max_rows, None)[0]
-        for c in workload.columns:
-            domain = workload.domain(c)
-            if isinstance(domain, Bins):
-                self._numeric(c, "to bin")
-            elif domain is not None:
-                _engine.check_values(
-                    self._source.table, f"domains[{c!r}]", (c,), tuple((v,) for v in domain)
-                )
-        for name, conditions in workload.queries if isinstance(workload, Predicates) else ():
-            for c, allowed in conditions:
-                _engine.check_values(
-                    self._source.table, f"predicates[{name!r}]", (c,), tuple((v,) for v in allowed)
-                )
+        workload = self._typed_workload(workload)
         unknown = workload.needs_domains
         answers_target = target
         discovery: tuple[tuple[str, CountQuery], ...] = ()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -90,6 +90,9 @@ class Bins:
 
 Domain: TypeAlias = tuple[Any, ...] | Bins
 
+#: Containers read as several allowed values of a predicate (anything else is one value).
+_MANY = (list, tuple, set, frozenset, range, np.ndarray, pd.Series, pd.Index)
+
 
 def bins(lower: float, upper: float, count: int) -> Bins:
     """Equal-width bins of a numeric column, as a domain (see :class:`Bins`).
@@ -99,6 +102,19 @@ def bins(lower: float, upper: float, count: int) -> Bins:
         (0.0, 25.0, 50.0, 75.0)
     """
     return Bins(lower, upper, count)
+
+
+def _scalars(name: str, values: Iterable[Any]) -> tuple[Any, ...]:
+    """``values`` as a tuple of hashable, non-NULL scalars (numpy scalars as Python ones)."""
+    out = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
+    for v in out:
+        if v is None or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
+            raise InvalidParameter(f"{name} must not contain NULL/NaN, got {v!r}")
+        try:
+            hash(v)
+        except TypeError:
+            raise InvalidParameter(f"{name}: values must be scalars, got {v!r}") from None
+    return out
 
 
 def _domains(value: object, columns: tuple[str, ...]) -> tuple[tuple[str, Domain], ...]:
@@ -113,15 +129,15 @@ def _domains(value: object, columns: tuple[str, ...]) -> tuple[tuple[str, Domain
         if isinstance(dom, Bins):
             out.append((column, dom))
             continue
-        if isinstance(dom, str | bytes) or not isinstance(dom, Sequence | np.ndarray | pd.Index):
+        if isinstance(dom, str | bytes) or not isinstance(
+            dom, Sequence | np.ndarray | pd.Index | pd.Series
+        ):
             raise InvalidParameter(
                 f"domains[{column!r}] must be a list of values or sdp.data.bins(...), got {dom!r}"
             )
-        values = tuple(v.item() if isinstance(v, np.generic) else v for v in dom)
+        values = _scalars(f"domains[{column!r}]", dom)
         if not values:
             raise InvalidParameter(f"domains[{column!r}] is empty")
-        if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
-            raise InvalidParameter(f"domains[{column!r}] must not contain NULL/NaN")
         if len(set(values)) != len(values):
             raise InvalidParameter(f"domains[{column!r}] has repeated values")
         out.append((column, values))
@@ -456,12 +472,10 @@ def predicates(queries: Mapping[str, Mapping[str, Any]], *, domains: object = No
         for col, allowed in conds.items():
             if not isinstance(col, str):
                 raise InvalidParameter(f"query {name!r}: column names must be strings")
-            vals = (
-                tuple(allowed)
-                if isinstance(allowed, list | tuple | set | frozenset | np.ndarray)
-                else (allowed,)
+            vals = _scalars(
+                f"query {name!r}: values of {col!r}",
+                allowed if isinstance(allowed, _MANY) else (allowed,),
             )
-            vals = tuple(v.item() if isinstance(v, np.generic) else v for v in vals)
             if not vals:
                 raise InvalidParameter(f"query {name!r}: no values allowed for {col!r}")
             parts.append((col, vals))

@@ -1,0 +1,201 @@
+"""Values given for a column are matched in its own type, and odd columns are handled or refused
+before anything is spent: dates, timestamps, float32 and unsigned 64-bit columns; NaN privacy
+units; NULLs in a domain found privately; column names that sharpdp's results use.
+
+Expected values come from pandas on the raw data. Releases use ε = 10⁶ per query on tables where
+each person has one row, so every count is exact: the discrete Laplace of scale Δ/ε has
+P[Z ≠ 0] ≤ 2e^{−10⁶/Δ} (false-failure rate below 1e-400 per value); selections at such ε pick the
+largest score with probability 1 − O(e^{−10⁵}).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import sharpdp as sdp
+
+HUGE = sdp.PureDP(1e6)
+BUDGET = sdp.ApproxDP(1e12, 1e-3)
+DAYS = [dt.date(2020, 1, 1), dt.date(2020, 1, 2), dt.date(2020, 1, 3)]
+
+
+@pytest.fixture
+def dated() -> pd.DataFrame:
+    """300 persons, one row each: day (80 / 140 / 80 rows), a timestamp, a float32, a value."""
+    day = [DAYS[1] if i % 5 == 0 or i % 3 == 1 else DAYS[0] if i % 3 == 0 else DAYS[2]
+           for i in range(300)]
+    return pd.DataFrame({
+        "uid": np.arange(300),
+        "day": day,
+        "when": pd.to_datetime([f"2021-06-0{1 + i % 2} 12:00" for i in range(300)]),
+        "x": np.array([0.1, 0.2, 0.3] * 100, dtype="float32"),
+        "v": np.arange(300) % 10,
+    })
+
+
+def spent(s: sdp.data.Session) -> float:
+    return s.accountant.spent()
+
+
+@pytest.mark.parametrize("form", ["date", "string", "timestamp", "numpy"])
+def test_date_keys_in_any_form_count_the_right_rows(dated: pd.DataFrame, form: str) -> None:
+    to = {
+        "date": lambda d: d,
+        "string": lambda d: d.isoformat(),
+        "timestamp": pd.Timestamp,
+        "numpy": lambda d: np.datetime64(d.isoformat()),
+    }[form]
+    s = sdp.data.Session(dated, "uid", BUDGET)
+    keys = [to(d) for d in DAYS]
+    truth = dated.groupby("day").size()
+    got = s.count_by("day", keys=keys, privacy=HUGE).run(rng=0).to_pandas()
+    assert got["count"].tolist() == [int(truth[d]) for d in DAYS]
+    best = s.top_k("day", 1, keys=keys, privacy=HUGE).run(rng=1).to_pandas()["day"].tolist()
+    assert best == [pd.Timestamp(DAYS[1])]
+    chosen = s.select_best("day", keys=keys, privacy=HUGE).run(rng=2)
+    assert pd.Timestamp(chosen.to_pandas()["day"].iloc[0]) == pd.Timestamp(DAYS[1])
+
+
+def test_grouped_sums_and_quantiles_by_date(dated: pd.DataFrame) -> None:
+    s = sdp.data.Session(dated, "uid", BUDGET)
+    sums = s.sum("v", bounds=(0, 10), by="day", keys=DAYS, privacy=HUGE).run(rng=0).to_pandas()
+    want = dated.groupby("day")["v"].sum()
+    assert np.allclose(sums["sum"], [want[d] for d in DAYS], atol=1e-3)
+    q = s.quantile("v", 0.5, bounds=(0, 10), by="day", keys=DAYS, privacy=sdp.PureDP(1e3))
+    medians = q.run(rng=0).to_pandas()["quantile"].to_numpy()
+    for d, m in zip(DAYS, medians, strict=True):
+        values = np.sort(dated.loc[dated["day"] == d, "v"].to_numpy())
+        # m splits the group near its middle: at most a few rows off rank n/2
+        below = int((values < m).sum())
+        assert abs(below - values.size / 2) <= 0.1 * values.size
+
+
+def test_workload_values_for_dates_are_matched(dated: pd.DataFrame) -> None:
+    s = sdp.data.Session(dated, "uid", BUDGET)
+    w = sdp.data.predicates({"first": {"day": "2020-01-01"}, "both": {"day": list(DAYS[:2])}})
+    got = s.answer(w, privacy=HUGE, rng=0).to_pandas().set_index("query")["count"]
+    sizes = dated.groupby("day").size()
+    assert got["first"] == sizes[DAYS[0]]
+    assert got["both"] == sizes[DAYS[0]] + sizes[DAYS[1]]
+    m = sdp.data.marginals(["day"], way=1, domains={"day": [d.isoformat() for d in DAYS]})
+    cells = s.answer(m, privacy=HUGE, rng=1).to_pandas()["count"].tolist()
+    assert cells == [int(sizes[d]) for d in DAYS]
+
+
+def test_timestamps_and_time_zones(dated: pd.DataFrame) -> None:
+    s = sdp.data.Session(dated, "uid", BUDGET)
+    got = s.count_by("when", keys=["2021-06-01 12:00"], privacy=HUGE).run(rng=0).to_pandas()
+    assert got["count"].tolist() == [150]
+    before = spent(s)
+    aware = pd.Timestamp("2021-06-01 12:00", tz="UTC")
+    with pytest.raises(sdp.InvalidParameter, match="naive"):
+        s.count_by("when", keys=[aware], privacy=HUGE)
+    with pytest.raises(sdp.InvalidParameter, match="time of day"):
+        s.count_by("day", keys=["2020-01-01 10:00"], privacy=HUGE)
+    with pytest.raises(sdp.InvalidParameter, match="not a date"):
+        s.count_by("day", keys=["notadate"], privacy=HUGE)
+    assert spent(s) == before
+
+
+def test_float32_keys_match_their_float32_values(dated: pd.DataFrame) -> None:
+    s = sdp.data.Session(dated, "uid", BUDGET)
+    got = s.count_by("x", keys=[0.1, 0.3], privacy=HUGE).run(rng=0).to_pandas()
+    assert got["count"].tolist() == [100, 100]
+    w = sdp.data.marginals(["x"], way=1, domains={"x": [0.1, 0.2, 0.3]})
+    assert s.answer(w, privacy=HUGE, rng=0).to_pandas()["count"].tolist() == [100, 100, 100]
+
+
+def test_integers_beyond_the_column_type_are_refused() -> None:
+    s = sdp.data.Session(pd.DataFrame({"uid": range(10), "j": [1, 2] * 5}), "uid", BUDGET)
+    with pytest.raises(sdp.InvalidParameter, match="outside the range"):
+        s.count_by("j", keys=[2**63], privacy=HUGE)
+    assert spent(s) == 0.0
+
+
+def test_unsigned_64_bit_units_and_keys() -> None:
+    big = np.uint64(2**63)
+    df = pd.DataFrame({
+        "uid": np.arange(10, dtype="uint64") + big,
+        "k": (np.arange(10, dtype="uint64") % 2) + big,
+    })
+    s = sdp.data.Session(df, "uid", BUDGET)
+    got = s.count_by("k", keys=[2**63, 2**63 + 1], privacy=HUGE).run(rng=0).to_pandas()
+    assert got["count"].tolist() == [5, 5]
+
+
+@pytest.mark.parametrize("form", ["polars", "arrow"])
+def test_nan_privacy_units_are_null_units(form: str) -> None:
+    units = [1.0, 2.0, float("nan"), float("nan"), 3.0]
+    table: Any = (
+        pl.DataFrame({"uid": units}) if form == "polars" else pa.table({"uid": units})
+    )
+    with pytest.raises(sdp.InvalidParameter, match="NaN"):
+        sdp.data.Session(table, "uid", BUDGET)
+    s = sdp.data.Session(table, "uid", BUDGET, null_units="drop")
+    assert s.count(privacy=HUGE, max_rows=1).run(rng=0).to_pandas()["count"].tolist() == [3]
+
+
+def test_nulls_are_not_part_of_a_domain_found_privately() -> None:
+    df = pd.DataFrame({
+        "uid": range(3000),
+        "k": ["a", "b", None] * 1000,
+        "f": [1.0, np.nan, 2.0] * 1000,
+    })
+    s = sdp.data.Session(df, "uid", sdp.ApproxDP(1e12, 1e-3))
+    got = s.answer(
+        sdp.data.marginals(["k", "f"], way=2), privacy=sdp.ApproxDP(1e6, 1e-4), rng=0
+    ).to_pandas()
+    # the rows are (a, 1), (b, NaN), (NULL, 2): only (a, 1) has both; every cell is released
+    assert {(r.k, r.f): r.count for r in got.itertuples()} == {
+        ("a", 1.0): 1000, ("a", 2.0): 0, ("b", 1.0): 0, ("b", 2.0): 0
+    }
+    syn = s.mwem(sdp.data.marginals(["k", "f"], way=2), privacy=sdp.ApproxDP(1e6, 1e-4), rng=0)
+    assert set(dict(syn.domains)["k"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize("name", ["count", "total", "mean", "lower", "rank", "query"])
+def test_columns_named_like_results_are_refused(name: str) -> None:
+    df = pd.DataFrame({"uid": range(20), name: ["a", "b"] * 10, "v": [1.0] * 20})
+    s = sdp.data.Session(df, "uid", BUDGET)
+    for build in (
+        lambda: s.count_by(name, keys=["a", "b"], privacy=HUGE),
+        lambda: s.mean("v", bounds=(0, 2), by=name, keys=["a", "b"], privacy=HUGE),
+        lambda: s.top_k(name, 1, keys=["a", "b"], privacy=HUGE),
+        lambda: s.answer(sdp.data.marginals([name], way=1), privacy=HUGE, rng=0),
+    ):
+        with pytest.raises(sdp.InvalidParameter, match="rename the column"):
+            build()
+    assert spent(s) == 0.0
+
+
+def test_tables_with_the_bounding_prefix_are_refused() -> None:
+    with pytest.raises(sdp.InvalidParameter, match="reserved"):
+        sdp.data.Session(pd.DataFrame({"uid": [1], "_sdp_md5": ["a"]}), "uid", BUDGET)
+
+
+def test_predicate_values_from_series_and_ranges_and_no_nulls(dated: pd.DataFrame) -> None:
+    s = sdp.data.Session(dated, "uid", BUDGET)
+    w = sdp.data.predicates({
+        "series": {"v": pd.Series([1, 2])},
+        "range": {"v": range(3, 5)},
+    })
+    got = s.answer(w, privacy=HUGE, rng=0).to_pandas().set_index("query")["count"]
+    assert got["series"] == int(dated["v"].isin([1, 2]).sum())
+    assert got["range"] == int(dated["v"].isin([3, 4]).sum())
+    with pytest.raises(sdp.InvalidParameter, match="NULL"):
+        sdp.data.predicates({"q": {"v": None}})
+    with pytest.raises(sdp.InvalidParameter, match="scalars"):
+        sdp.data.marginals(["v"], way=1, domains={"v": [[1]]})
+    bins = sdp.data.bins(0, 1, 10)
+    w = sdp.data.predicates({"q": {"x": 0.3}}, domains={"x": bins})  # the label is 0.30000000000000004
+    before = spent(s)
+    with pytest.raises(sdp.InvalidParameter, match="not a bin label"):
+        s.answer(w, privacy=HUGE, rng=0)
+    assert spent(s) == before
