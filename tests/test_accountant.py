@@ -885,3 +885,16 @@ def test_quick_check_spares_the_full_composition(
         for i in range(8, 20):
             acc.spend(make(i))
     assert calls == []
+
+
+def test_projected_is_the_reading_the_spend_leaves() -> None:
+    # pure ε-DP spends under a pure budget compose to their sum (at δ = 0 that is exact)
+    acct = sdp.Accountant(budget=sdp.PureDP(1.0))
+    acct.spend(sdp.PureDP(0.25))
+    assert acct.projected(sdp.PureDP(0.5), count=1) == 0.75
+    assert [e.item for e in acct.history()] == [sdp.PureDP(0.25)]  # nothing recorded
+    gauss = sdp.Accountant(budget=sdp.ApproxDP(10.0, 1e-6))
+    item = sdp.compose([(sdp.Gaussian(3.0), 4), (sdp.DiscreteLaplace(2.0), 3)])
+    after = gauss.projected(item)
+    gauss.spend(item)
+    assert gauss.spent() == after

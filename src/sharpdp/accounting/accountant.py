@@ -664,6 +664,15 @@ class Accountant:
         k, history = self._check_item(item, count)
         return self._evaluate(history, item, k).fits
 
+    def projected(self, item: Guarantee, count: int = 1) -> float:
+        """The odometer reading (:meth:`spent`'s currency) that :meth:`spend` of ``count`` runs of
+        ``item`` would leave now, by the analysis :meth:`spend` itself runs (an upper bound of
+        :meth:`spent` after that spend). Nothing is recorded; whether it fits is
+        :meth:`would_fit`.
+        """
+        k, history = self._check_item(item, count)
+        return self._evaluate(history, item, k).spent
+
     # -- the odometer -----------------------------------------------------------------------------
     def composition(self) -> Composition:
         """The adaptive composition of the whole history (answers epsilon/delta/renyi)."""

@@ -339,9 +339,8 @@ class Query(ABC):
                 delta = budget.delta_ if isinstance(budget, sdp.ApproxDP) else 0.0
                 winner = sdp.compose(items, adaptive=True).explain(delta=delta).winner
                 route = f"{winner.name}: {winner.theorem}"
-            history = [(e.item, e.count) for e in acc.history()]
             before = acc.spent()
-            after = _budget_reading(budget, [*history, (item, count)])
+            after = acc.projected(item, count)  # what the spend will record, by its own analysis
             fits = acc.would_fit(item, count)
         except NotImplied as err:  # e.g. δ > 0 under a zCDP budget
             cost, before, after, fits = math.inf, acc.spent(), math.inf, False
