@@ -16,6 +16,7 @@ schemes = st.sampled_from(SCHEMES)
 
 bad_epsilons = st.one_of(
     st.floats(max_value=0.0),  # ≤ 0 (−0.0 and −inf included)
+    st.floats(min_value=5e-324, max_value=9.99e-101),  # below MIN_EPSILON (underflows)
     st.just(math.inf),
     st.just(math.nan),
     st.just(True),

@@ -104,3 +104,17 @@ def test_report_formats() -> None:
         rr.data[0] = 1
     big = sdp.local.randomize([70_000], 1.0, 70_001, scheme="rr", rng=0)
     assert big.data.dtype == np.uint32
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rr_query_variance_is_never_negative(seed: int) -> None:
+    """The plug-in uses f̂ clipped to [0, 1] one category at a time; their sum over S may exceed
+    1, where k-RR's exact formula (linear in f_S, with a (1 − f_S) term) would go negative.
+    Few reports over many categories make that happen for S = all categories but the largest."""
+    values = np.arange(50) % 20
+    r = sdp.local.randomize(values, epsilon=0.5, categories=20, scheme="rr", rng=seed)
+    e = sdp.local.estimate(r, epsilon=0.5, categories=20)
+    assert e.query(range(1, 20)).variance >= 0.0
+    assert e.query(range(20)).variance == 0.0  # the full set: Σ f̂ = 1 exactly for k-RR
+    lo, hi = e.query(range(1, 20)).interval(0.95, method="normal")
+    assert 0.0 <= lo <= hi <= 1.0

@@ -24,9 +24,20 @@ SCHEMES: Final[tuple[str, ...]] = ("rr", "hadamard", "oue")
 MAX_CATEGORIES: Final[int] = 2**24
 
 
+#: Smallest ε taken: below ~1e-154 the variances' denominator (1 − e^{−ε})² underflows to 0; at
+#: 1e-100 every estimate's variance already exceeds 1e199/n (the estimates are noise).
+MIN_EPSILON: Final[float] = 1e-100
+
+
 def epsilon_of(value: object, name: str = "epsilon") -> float:
-    """ε: a finite real > 0 (ε = 0 makes every estimator's variance infinite)."""
-    return _validate.positive(name, value)
+    """ε: a finite real ≥ :data:`MIN_EPSILON` (ε → 0 makes every estimator's variance infinite)."""
+    eps = _validate.positive(name, value)
+    if eps < MIN_EPSILON:
+        raise InvalidParameter(
+            f"{name} must be >= {MIN_EPSILON:g} (smaller ε leaves estimates of variance beyond "
+            f"1e199/n, and underflows their formulas), got {value!r}"
+        )
+    return eps
 
 
 def k_of(value: object, name: str = "categories") -> int:

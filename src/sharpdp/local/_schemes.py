@@ -180,7 +180,9 @@ def query_variance_at(
     oue: n·Var = s·4t/(1 − t)² + f_S; hadamard: n·Var = s/τ² − f_S + Σ_x f_x N(x)/τ.
     """
     s = int(mask.sum())
-    f_s = float(f[mask].sum())
+    # a fraction of the users: Σ over S of frequencies each in [0, 1] (plug-in estimates clipped
+    # one by one) may exceed 1, and rr's (1 − f_S) term would then make the variance negative
+    f_s = min(1.0, float(f[mask].sum()))
     t, d = _t(eps), _one_minus_t(eps) ** 2
     if scheme == "rr":
         v_in, v_out = _rr_query_terms(t, k, s)

@@ -98,7 +98,8 @@ class QueryEstimate:
                 f̂ ± z·√variance, coverage ≈ ``level`` for large n (may err either way).
         """
         r = _radius(_method(method), _level(level), self.n, self.variance, self._bounds)
-        return max(0.0, self.frequency - r), min(1.0, self.frequency + r)
+        # both ends clipped into [0, 1] (an estimate far outside would otherwise invert it)
+        return min(1.0, max(0.0, self.frequency - r)), max(0.0, min(1.0, self.frequency + r))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
