@@ -471,3 +471,14 @@ def test_sensitivities_by_removing_each_person(table: pd.DataFrame) -> None:
         allv = np.concatenate(moved)
         assert np.abs(allv).sum() <= m * c
         assert np.sqrt((allv * allv).sum()) <= m * math.sqrt(c) + 1e-12
+
+
+def test_an_empty_domain_found_privately_is_said_not_silent() -> None:
+    """20 persons per value and a threshold in the thousands: no value can pass (the largest
+    count is 20 < τ), so the release is empty; it warns, and the spend stays recorded."""
+    df = pd.DataFrame({"uid": range(40), "c": ["a", "b"] * 20})
+    s = sdp.data.Session(df, "uid", sdp.ApproxDP(10.0, 1e-6))
+    with pytest.warns(UserWarning, match="passed the partition selection's threshold"):
+        r = s.answer(sdp.data.marginals(["c"], way=1), privacy=sdp.ApproxDP(0.1, 1e-8), rng=0)
+    assert r.to_pandas().empty
+    assert s.accountant.spent() > 0.0

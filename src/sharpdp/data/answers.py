@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import math
 import statistics
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -331,7 +332,17 @@ class WorkloadQuery(Query):
         self, data: tuple[dict[str, tuple[Any, ...]], pd.DataFrame] | None, rng: np.random.Generator
     ) -> WorkloadRelease:
         if data is None:
-            domains = resolve_domains(self.workload, discover(self.discovery, rng))
+            found = discover(self.discovery, rng)
+            empty = [c for c, values in found.items() if not values]
+            if empty:  # the release is legitimately empty; say so rather than return it silently
+                warnings.warn(
+                    f"no value of column(s) {empty} passed the partition selection's threshold: "
+                    "the workload's release is empty (its spend is recorded); declare domains= "
+                    "or give the query more privacy budget",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            domains = resolve_domains(self.workload, found)
             data = (
                 domains,
                 cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt),

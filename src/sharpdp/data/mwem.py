@@ -441,8 +441,9 @@ class MWEMQuery(Query):
             )
         if math.prod(sizes) > MAX_DOMAIN:
             raise InvalidParameter(
-                f"MWEM: the discovered domain has {math.prod(sizes)} cells > {MAX_DOMAIN}; "
-                "declare smaller domains"
+                f"MWEM: the discovered domain has {math.prod(sizes)} cells > {MAX_DOMAIN}; the "
+                "budget is spent (a domain found privately is known only after its paid "
+                "discovery) — declare smaller domains= to have this checked before"
             )
         return cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
 
