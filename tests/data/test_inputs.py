@@ -82,3 +82,15 @@ def test_zcdp_budget_refuses_unknown_keys_up_front(small: pd.DataFrame) -> None:
     with pytest.raises(sdp.InvalidParameter, match="budget"):
         s.count_by("fruit", privacy=sdp.ApproxZCDP(0.1, 1e-7))
     assert s.accountant.history() == ()
+
+
+def test_bounded_counts_are_the_reference_bounding(small: pd.DataFrame, reference: type) -> None:
+    """CountQuery.bounded() (the data holder's view of what the noise is added to) equals the
+    independent pandas bounding, and reading it spends nothing."""
+    s = sdp.data.Session(small, "person", sdp.PureDP(1.0), seed=4)
+    q = s.count_by("fruit", keys=FRUITS, privacy=sdp.PureDP(0.5), max_groups=2, max_rows=3)
+    got = q.bounded()
+    truth = reference.bounded_counts(small, "person", ["fruit"], 3, 2, q.bounding.salt)
+    assert got["fruit"].tolist() == FRUITS
+    assert got["count"].tolist() == [truth.get((f,), 0) for f in FRUITS]
+    assert s.accountant.history() == ()

@@ -99,16 +99,17 @@ class _Demo:
         self.spends.append((name, [q.explain().charge]))
         return result
 
-    def per_carrier(self, out: pd.DataFrame, column: str, truth: pd.Series, show: str) -> None:
-        table = Table(
-            "carrier", f"private {column}", f"{self.level:.0%} interval", f"true {column}"
-        )
+    def per_carrier(
+        self, out: pd.DataFrame, column: str, truths: dict[str, pd.Series], show: str
+    ) -> None:
+        """One row per carrier: the release, its interval, and each named truth beside it."""
+        table = Table("carrier", f"private {column}", f"{self.level:.0%} interval", *truths)
         for _, row in out.iterrows():
             table.add_row(
                 row["carrier"],
                 format(row[column], show),
                 _interval(row),
-                format(truth.get(row["carrier"], float("nan")), show),
+                *(format(t.get(row["carrier"], float("nan")), show) for t in truths.values()),
             )
         console.print(table)
 
@@ -149,8 +150,13 @@ class _Demo:
             "flights per carrier",
             q,
         )
+        # the counts the noise was added to (capped; read from the engine, not private: a demo)
+        capped = q.bounded().set_index("carrier")["count"]
         self.per_carrier(
-            r.to_pandas(level=self.level), "count", self.known.groupby("carrier").size(), ",.0f"
+            r.to_pandas(level=self.level),
+            "count",
+            {"true count (capped)": capped, "all flights": self.known.groupby("carrier").size()},
+            ",.0f",
         )
 
     def mean_delay(self) -> None:
@@ -172,7 +178,7 @@ class _Demo:
         self.per_carrier(
             r.to_pandas(level=self.level),
             "mean",
-            self.known.groupby("carrier").dep_delay.mean(),
+            {"true mean (all flights, unclamped)": self.known.groupby("carrier").dep_delay.mean()},
             ".1f",
         )
 

@@ -86,6 +86,15 @@ class CountQuery(Query):
         )
         return align(fetch_groups(self, self.keys, pairs, False), self.keys, self.public, ["count"])
 
+    def bounded(self) -> pd.DataFrame:
+        """The bounded counts per key (key columns and ``count``), from the engine.
+
+        This reads the data and is **not private**: it is what the noise is added to (each
+        person's contribution capped), exposed for tests, audits and demonstrations by the data
+        holder. With unknown keys it lists every key present, not the released ones.
+        """
+        return self._compute()
+
     def _finish(self, data: pd.DataFrame, rng: np.random.Generator) -> AdditiveRelease:
         frame = data.copy()
         noisy = self.noise.release(frame["count"].to_numpy(np.int64), rng=rng)
