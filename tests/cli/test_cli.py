@@ -137,6 +137,11 @@ def test_query_uses_the_ledgers_budget_unless_told(people_csv: Path, tmp_path: P
         (["count-by", "shop", "--by", "spent", "--unit", "who", "--keys", "a"], "--by"),
         (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--keys", "1"], "--keys"),
         (["count", "--unit", "who", "--drop-null-units", "--privacy", "pure:inf"], "finite"),
+        # the library's keyword arguments are named as this command's options
+        (["count-by", "shop", "--unit", "who", "--drop-null-units", "--max-rows", "0"],
+         "--max-rows must be"),
+        (["sum", "spent", "--bounds", "0,9", "--unit", "who", "--drop-null-units", "--keys", "a"],
+         "--keys is only used with --by"),
         (
             ["count", "--unit", "who", "--drop-null-units", "--privacy", "pure:1e308"],
             "integer noise",
@@ -173,3 +178,13 @@ def test_keys_are_typed_by_their_column(people_csv: Path, tmp_path: Path) -> Non
     assert bad.exit_code != 0
     with sdp.Accountant(None, str(ledger), "default") as account:
         assert len(account.history()) == 2
+
+
+def test_json_dates_are_iso_text(tmp_path: Path) -> None:
+    path = tmp_path / "days.csv"
+    days = ["2020-01-01", "2020-01-02"]
+    pd.DataFrame({"who": range(40), "day": days * 20}).to_csv(path, index=False)
+    args = ["query", str(path), "count-by", "day", "--unit", "who", "--keys", ",".join(days)]
+    out = runner.invoke(app, [*args, "--json", "--privacy", "pure:1"])
+    assert out.exit_code == 0, out.output
+    assert [r["day"][:10] for r in json.loads(out.stdout)["rows"]] == days  # not epoch ms

@@ -18,8 +18,10 @@ query, nothing remembered).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +32,7 @@ from rich.table import Table
 import sharpdp as sdp
 from sharpdp._format import upper
 from sharpdp.cli._common import app, console, parse_guarantee
+from sharpdp.errors import SharpDPError
 
 __all__ = ["query"]
 
@@ -278,20 +281,66 @@ def query(
         "max_rows": max_rows,
         "clamp": clamp,
     }
+    session_options = {
+        "privacy_unit": unit or None,
+        "budget": budget,
+        "ledger": ledger,
+        "analyst": analyst,
+        "null_units": "drop" if drop_null_units else "refuse",
+        "seed": seed,
+    }
+    with _in_option_words():
+        _run(file, kind, column, by, session_options, key_texts, options, level, explain, as_json)
+
+
+#: The library's keyword arguments as they appear in its messages, and the options they are here.
+_OPTION_WORDS = (
+    ("null_units='drop'", "--drop-null-units"),
+    ("public keys=", "public --keys"),
+    ("keys is only used with by=", "--keys is only used with --by"),
+    ("max_rows", "--max-rows"),
+    ("max_groups", "--max-groups"),
+)
+
+
+@contextlib.contextmanager
+def _in_option_words() -> Iterator[None]:
+    """Re-raise the library's refusals with its keyword arguments named as this command's
+    options (same exception type, so the exit code is unchanged)."""
     try:
-        session = sdp.data.Session(
-            str(file),
-            privacy_unit=unit or None,
-            budget=_budget(budget, ledger, analyst),
-            ledger=None if ledger is None else str(ledger),
-            analyst=analyst,
-            null_units="drop" if drop_null_units else "refuse",
-            seed=0 if seed is None else seed,
-        )
-    except sdp.InvalidParameter as err:  # the library names its keyword; here it is an option
-        raise sdp.InvalidParameter(
-            str(err).replace("null_units='drop'", "--drop-null-units")
-        ) from None
+        yield
+    except SharpDPError as err:
+        message = str(err)
+        for word, option in _OPTION_WORDS:
+            message = message.replace(word, option)
+        if message == str(err):
+            raise
+        raise type(err)(message) from None
+
+
+def _run(
+    file: Path,
+    kind: Kind,
+    column: str | None,
+    by: str | None,
+    session_options: dict[str, Any],
+    key_texts: list[str] | None,
+    options: dict[str, Any],
+    level: float,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Open the session, build the query, then price it (``explain``) or run it and print."""
+    ledger, seed, analyst = (session_options[k] for k in ("ledger", "seed", "analyst"))
+    session = sdp.data.Session(
+        str(file),
+        privacy_unit=session_options["privacy_unit"],
+        budget=_budget(session_options["budget"], ledger, analyst),
+        ledger=None if ledger is None else str(ledger),
+        analyst=analyst,
+        null_units=session_options["null_units"],
+        seed=0 if seed is None else seed,
+    )
     if key_texts is not None:
         key_columns = _key_columns(kind, column, by)
         options["keys"] = _typed_keys(session.table, key_columns, key_texts)
@@ -325,7 +374,7 @@ def query(
             json.dumps(
                 {
                     "query": explanation.query,
-                    "rows": json.loads(frame.to_json(orient="records")),
+                    "rows": json.loads(frame.to_json(orient="records", date_format="iso")),
                     "level": level,
                     "cost": explanation.cost,
                     "spent": spent,
