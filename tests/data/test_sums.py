@@ -202,3 +202,17 @@ def test_zcdp_mean_with_a_wide_discrete_gaussian_is_priced_and_spent(small: pd.D
     assert 0.0 < e.cost <= classical
     q.run(rng=0)
     assert s.accountant.epsilon(1e-6) <= classical
+
+
+def test_bounds_far_from_zero_get_a_coarser_grid(small: pd.DataFrame, reference: type) -> None:
+    """Integer bounds of span ≥ 2^20 take step 1, unless a bound lies over 2^40 steps from 0:
+    then the step is the least power of two that keeps both within 2^40 (bounds (0, 10^15):
+    2^ceil(log2(10^15/2^40)) = 2^10). A granularity given too fine says which is the finest."""
+    # Δ = 2·10^15/2^10 ≈ 2e12 steps; ε = 1e14: scale 0.02, P[Z ≠ 0] < 1e-20 (false-failure rate)
+    s = sdp.data.Session(small, "person", sdp.PureDP(1e15), seed=3)
+    q = s.sum("amount", bounds=(0, 10**15), privacy=sdp.PureDP(1e14), max_rows=2)
+    assert q.bounding.step == 2.0**10
+    kept = _kept_values(small, reference, [], 0, 10**15, 2.0**10, 2, 1, q.bounding.salt)
+    assert q.run(rng=0).to_pandas()["sum"].iloc[0] == kept["v"].sum() * 2.0**10
+    with pytest.raises(sdp.InvalidParameter, match=r"granularity >= 1024\.0"):
+        s.sum("amount", bounds=(0, 10**15), privacy=sdp.PureDP(1.0), granularity=1.0)

@@ -383,6 +383,8 @@ class Session:
                 step = 1.0
             else:
                 step = 2.0 ** math.floor(math.log2((hi - lo) / 2.0**_GRID_BITS))
+            # bounds far from 0 need a coarser grid: at most 2^40 steps from 0 to either bound
+            step = max(step, 2.0 ** math.ceil(math.log2(max(abs(lo), abs(hi)) / 2.0**40)))
         else:
             step = _validate.positive("granularity", granularity)
         lo_g = math.floor(lo / step + 0.5)
@@ -390,8 +392,10 @@ class Session:
         if hi_g <= lo_g:
             raise InvalidParameter(f"granularity {step!r} is coarser than the bounds ({lo}, {hi})")
         if max(abs(lo_g), abs(hi_g)) > 2**40:
+            finest = 2.0 ** math.ceil(math.log2(max(abs(lo), abs(hi)) / 2.0**40))
             raise InvalidParameter(
-                f"granularity {step!r} is too fine for the bounds ({lo}, {hi}) (over 2^40 steps)"
+                f"granularity {step!r} is too fine for the bounds ({lo}, {hi}): they lie over 2^40 "
+                f"steps from 0; pass granularity >= {finest!r}"
             )
         return step, lo_g, hi_g
 
