@@ -361,6 +361,12 @@ def test_mwem_converges_with_a_huge_budget(table: pd.DataFrame) -> None:
     assert syn.to_pandas()["count"].sum() == pytest.approx(
         len(table[["who", "a", "b", "c"]].drop_duplicates()), rel=1e-3
     )
+    # the same domains in another order are the same domains; a plain list is not a workload
+    reordered = sdp.data.marginals(["a", "b"], way=1, domains={"a": [2, 0, 1], "b": ["y", "x"]})
+    assert syn.answer(reordered)["count"].sum() == pytest.approx(2 * syn.to_pandas()["count"].sum())
+    with pytest.raises(sdp.InvalidParameter, match="workload must be built"):
+        syn.answer(["a"])
+    assert "this run: T = 16 round(s)" in str(syn.explain())
     with pytest.raises(sdp.InvalidParameter, match="n"):
         syn.sample(2.5)
     rows = syn.sample(50, rng=0)

@@ -27,6 +27,7 @@ share what n̂ leaves evenly, so they are ρ_rest-zCDP whatever T, and the choic
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -398,7 +399,10 @@ def _group_label(labels: pd.DataFrame, rows: npt.NDArray[np.int64]) -> str:
     first = labels.iloc[int(rows[0])]
     if len(rows) > 1:  # a whole marginal
         return str(first["query"])
-    return str({k: v for k, v in first.to_dict().items() if not pd.isna(v)})
+    cell = {k: v for k, v in first.to_dict().items() if not pd.isna(v)}
+    name = str(cell.pop("query", ""))  # a predicate's name, or the marginal of one cell
+    where = ", ".join(f"{k}={v}" for k, v in cell.items())
+    return f"{name} [{where}]" if where else name
 
 
 def _logsumexp(x: npt.NDArray[np.float64]) -> float:
@@ -499,9 +503,11 @@ class Synthetic(Release):
     explanation: Explanation | None = field(default=None, repr=False)
 
     def explain(self) -> Explanation:
-        """The pricing of the run (rounds, mechanisms, the sharp vs classical rounds)."""
+        """The pricing of the run (rounds, mechanisms, the sharp vs classical rounds), with a last
+        note on the rounds this run made (with ``rounds=None``, chosen after the pricing)."""
         assert self.explanation is not None
-        return self.explanation
+        ran = f"this run: T = {self.rounds} round(s), selected {', '.join(self.selected)}"
+        return dataclasses.replace(self.explanation, notes=(*self.explanation.notes, ran))
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
         """The cells and their synthetic counts (``level`` is accepted and ignored)."""
@@ -513,14 +519,21 @@ class Synthetic(Release):
         Returns:
             ``query``, the key columns (marginals) and ``count``.
         """
+        if not isinstance(workload, Workload):
+            raise InvalidParameter(
+                "workload must be built by sdp.data.marginals(...) or sdp.data.predicates(...), "
+                f"got {workload!r}"
+            )
         domains = dict(self.domains)
         missing = [c for c in workload.columns if c not in domains]
         if missing:
             raise InvalidParameter(f"workload columns {missing} are not in the synthetic data")
         declared = resolve_domains(workload, domains)  # its own domains, else the synthetic's
         for c in workload.columns:
-            if tuple(declared[c]) != domains[c]:
-                raise InvalidParameter(f"workload's domain of {c!r} differs from the synthetic's")
+            if set(declared[c]) != set(domains[c]):  # (the order does not matter)
+                raise InvalidParameter(
+                    f"workload's domain of {c!r} differs from the synthetic's {domains[c]!r}"
+                )
         rows, values = workload.evaluate(self.frame, domains)
         out = rows.copy()
         out["count"] = values
