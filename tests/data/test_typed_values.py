@@ -199,3 +199,10 @@ def test_predicate_values_from_series_and_ranges_and_no_nulls(dated: pd.DataFram
     with pytest.raises(sdp.InvalidParameter, match="not a bin label"):
         s.answer(w, privacy=HUGE, rng=0)
     assert spent(s) == before
+
+
+def test_date_keys_print_as_dates(dated: pd.DataFrame) -> None:
+    s = sdp.data.Session(dated, "uid", BUDGET)
+    text = str(s.count_by("day", keys=DAYS, privacy=HUGE).run(rng=0))
+    assert "2020-01-02" in text
+    assert "00:00:00" not in text

@@ -228,7 +228,12 @@ def query(
     ] = None,
     ledger: Annotated[Path | None, typer.Option(help="ledger file keeping the budget")] = None,
     analyst: Annotated[str, typer.Option(help="whose budget")] = "default",
-    keys: Annotated[str | None, typer.Option(help="public keys, comma-separated")] = None,
+    keys: Annotated[
+        str | None,
+        typer.Option(
+            help="public keys, comma-separated (a key containing a comma needs the Python API)"
+        ),
+    ] = None,
     by: Annotated[str | None, typer.Option(help="group sums and means by this column")] = None,
     bounds: Annotated[
         str | None, typer.Option(help="clamping bounds L,U (sum, mean, quantile)")

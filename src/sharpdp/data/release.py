@@ -54,6 +54,8 @@ def format_cell(column: str, value: object) -> str:
     if isinstance(value, float):  # numpy's float64 too
         rounding = BOUND_COLUMNS.get(column)
         return rounding(float(value)) if rounding is not None else f"{value:.10g}"
+    if isinstance(value, pd.Timestamp) and value.tzinfo is None and value == value.normalize():
+        return value.date().isoformat()  # a date (engines return date columns as timestamps)
     return str(value)
 
 
