@@ -580,6 +580,9 @@ def test_accountant(tmp_path_factory: pytest.TempPathFactory, data: st.DataObjec
             fits = call("Accountant.would_fit", acc.would_fit, item, count)
             if fits is not REJECTED:
                 assert isinstance(fits, bool)
+            after = call("Accountant.projected", acc.projected, item, count)
+            if after is not REJECTED:
+                check_nonnegative("Accountant.projected", after)
             call("Accountant.spend", acc.spend, item, count)
         v = call("Accountant.epsilon", acc.epsilon, data.draw(arg(DELTAS)))
         if v is not REJECTED:
