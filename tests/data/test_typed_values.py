@@ -11,6 +11,7 @@ largest score with probability 1 − O(e^{−10⁵}).
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -206,3 +207,69 @@ def test_date_keys_print_as_dates(dated: pd.DataFrame) -> None:
     text = str(s.count_by("day", keys=DAYS, privacy=HUGE).run(rng=0))
     assert "2020-01-02" in text
     assert "00:00:00" not in text
+
+
+def test_decimal_columns_take_floats_by_their_decimal_text() -> None:
+    dec = pa.array([Decimal("1.10")] * 2 + [Decimal("2.25")] * 3 + [Decimal("-3.00")],
+                   type=pa.decimal128(10, 2))
+    s = sdp.data.Session(pa.table({"uid": list(range(6)), "dec": dec}), "uid", BUDGET)
+    got = s.count_by("dec", keys=[1.1, 2.25, -3], privacy=HUGE).run(rng=0).to_pandas()
+    assert got["count"].tolist() == [2, 3, 1]
+    w = sdp.data.predicates({"p": {"dec": 1.1}})
+    assert s.answer(w, privacy=HUGE, rng=0).to_pandas()["count"].tolist() == [2]
+    with pytest.raises(sdp.InvalidParameter, match="more decimal places"):
+        s.count_by("dec", keys=[1.123], privacy=HUGE)
+
+
+def test_integer_keys_with_nulls_keep_their_integer_values() -> None:
+    """Pandas turns an integer column with NULLs into float64, which changes integers beyond
+    2^53: 2^53 + 1 would become 2^53 and its count would be lost."""
+    big = 2**53 + 1
+    k = pd.array([big] * 3 + [big + 1] * 3 + [None] * 3, dtype="Int64")
+    s = sdp.data.Session(pd.DataFrame({"uid": range(9), "k": k}), "uid", BUDGET)
+    target = sdp.ApproxDP(1e6, 1e-5)
+    got = s.count_by("k", privacy=target).run(rng=0).to_pandas()
+    assert got["k"].tolist()[:2] == [big, big + 1]
+    assert got["count"].tolist()[:2] == [3, 3]
+    cells = s.answer(sdp.data.marginals(["k"], way=1), privacy=target, rng=0).to_pandas()
+    assert dict(zip(cells["k"], cells["count"], strict=True)) == {big: 3, big + 1: 3}
+
+
+@pytest.mark.parametrize("values", [10, 300])  # an IN list, and a joined table (> 256 values)
+def test_unsigned_64_bit_domains_found_privately(values: int) -> None:
+    u = np.repeat(np.arange(values, dtype=np.uint64) + np.uint64(2**63), 3)
+    s = sdp.data.Session(pd.DataFrame({"uid": range(u.size), "u": u}), "uid", BUDGET)
+    target = sdp.ApproxDP(1e6, 1e-5)
+    got = s.answer(sdp.data.marginals(["u"], way=1), privacy=target, rng=0).to_pandas()
+    assert len(got) == values
+    assert set(got["count"]) == {3}
+
+
+def test_many_multi_column_keys_are_joined_not_nested() -> None:
+    """2,000 (a, b) keys: one OR of 2,000 conjunctions exceeded Python's recursion limit."""
+    n = 3000
+    df = pd.DataFrame({"uid": range(n), "a": np.arange(n) % 50, "b": (np.arange(n) // 50) % 40})
+    s = sdp.data.Session(df, "uid", BUDGET)
+    keys = [(i, j) for i in range(50) for j in range(40)]
+    got = s.count_by(["a", "b"], keys=keys, privacy=HUGE).run(rng=0).to_pandas()
+    truth = df.groupby(["a", "b"]).size()
+    assert got["count"].tolist() == [int(truth.get(k, 0)) for k in keys]
+
+
+def test_keys_from_unique_of_extension_columns() -> None:
+    df = pd.DataFrame({
+        "uid": range(6),
+        "c": pd.Categorical(list("xyxyxz")),
+        "s": pd.array(["a", "b", "a", None, "b", "a"], dtype="string"),
+    })
+    s = sdp.data.Session(df, "uid", BUDGET)
+    got = s.count_by("c", keys=df["c"].unique(), privacy=HUGE).run(rng=0).to_pandas()
+    assert dict(zip(got["c"], got["count"], strict=True)) == {"x": 3, "y": 2, "z": 1}
+    with pytest.raises(sdp.InvalidParameter, match="NULL"):
+        s.count_by("s", keys=df["s"].unique(), privacy=HUGE)  # holds <NA>
+
+
+def test_select_best_takes_an_approximate_zcdp_target() -> None:
+    s = sdp.data.Session(pd.DataFrame({"uid": range(6), "c": list("xyxyxz")}), "uid", BUDGET)
+    q = s.select_best("c", keys=["x", "y", "z"], privacy=sdp.ApproxZCDP(1e4, 1e-6))
+    assert q.run(rng=0).to_pandas()["c"].tolist() == ["x"]

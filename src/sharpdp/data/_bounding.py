@@ -174,14 +174,40 @@ def _digest_columns(table: Any) -> list[str]:
     return [c for c in table.columns if c.startswith("_sdp_md5")]
 
 
+def typed_literal(column: Any, v: Any) -> Any:
+    """``v`` as a value to compare ``column`` with: a literal of the column's type for integer
+    columns (an integer beyond int64, a uint64 column's, has no literal type of its own)."""
+    dtype = column.type()
+    return _engine.ibis().literal(v, type=dtype) if dtype.is_integer() else v
+
+
+#: Most public keys written into the query itself (an IN list, or for several columns one
+#: conjunction per key); more are joined as a table (a long list is slow to compile, and a deep
+#: OR of conjunctions exceeds Python's recursion limit from ~1,000 keys).
+INLINE_KEYS = 256
+
+
+def key_table(table: Any, columns: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> Any:
+    """The keys as an in-memory table typed like ``columns`` of ``table``."""
+    ibis = _engine.ibis()
+    schema = {c: table[c].type() for c in columns}
+    data: dict[str, list[Any]] = {c: [] for c in columns}
+    for key in keys:
+        for c, v in zip(columns, key, strict=True):
+            # (a date key is a midnight pandas.Timestamp: a date column takes its date)
+            data[c].append(v.date() if schema[c].is_date() and hasattr(v, "date") else v)
+    with _engine.quiet():
+        return ibis.memtable(data, schema=schema)
+
+
 def restrict_keys(table: Any, columns: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> Any:
     """Rows whose key (over ``columns``) is one of the public ``keys`` (a row-wise filter)."""
     ibis = _engine.ibis()
+    if len(keys) > INLINE_KEYS:
+        return table.semi_join(key_table(table, columns, keys), list(columns))
 
     def value(column: str, v: Any) -> Any:
-        dtype = table[column].type()
-        # an integer beyond int64 (a uint64 column's) has no literal type of its own
-        return ibis.literal(v, type=dtype) if dtype.is_integer() else v
+        return typed_literal(table[column], v)
 
     if len(columns) == 1:
         return table.filter(table[columns[0]].isin([value(columns[0], k[0]) for k in keys]))

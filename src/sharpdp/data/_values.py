@@ -6,14 +6,17 @@ A value is matched against the engine's values twice: in the engine (a filter) a
 value is converted to the Python value the engine's results hold for that column: a
 ``pandas.Timestamp`` for a date or timestamp (``datetime.date(2020, 1, 1)`` or ``"2020-01-01"``
 otherwise match nothing in pandas, or fail there after the spend), the float32 nearest a float
-for a float32 column (0.1 is not equal to float32(0.1)), an ``int`` within the column's range.
-A value that cannot be one of the column's raises :class:`~sharpdp.errors.InvalidParameter`
+for a float32 column (0.1 is not equal to float32(0.1)), a ``Decimal`` of the column's scale for
+a decimal column (a float by its shortest text: 1.1 is 1.10), an ``int`` within the column's
+range. A value that cannot be one of the column's raises :class:`~sharpdp.errors.InvalidParameter`
 naming the parameter, the value and the column's type.
 """
 
 from __future__ import annotations
 
 import datetime
+import decimal
+import math
 import numbers
 from collections.abc import Callable
 from typing import Any
@@ -64,9 +67,22 @@ def _floating(v: object, dtype: Any) -> Any:
 
 
 def _decimal(v: object, dtype: Any) -> Any:
-    if not isinstance(v, numbers.Number) or isinstance(v, bool | np.bool_):
+    # a float means its shortest decimal text (1.1 is "1.1", not 1.100000000000000088817...)
+    if isinstance(v, decimal.Decimal):
+        value = v
+    elif _is_integer(v):
+        value = decimal.Decimal(int(v))  # type: ignore[call-overload]
+    elif _is_real(v) and math.isfinite(float(v)):  # type: ignore[arg-type]
+        value = decimal.Decimal(repr(float(v)))  # type: ignore[arg-type]
+    else:
         raise _NotOfColumn
-    return v
+    scale = getattr(dtype, "scale", None)
+    if scale is not None and value.is_finite():
+        exact = value.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_EVEN)
+        if exact != value:
+            raise _NotOfColumn(f"has more decimal places than the column's {dtype}")
+        value = exact
+    return value
 
 
 def _string(v: object, dtype: Any) -> Any:

@@ -22,7 +22,6 @@ computed exactly) at the same target; ``explain()`` shows both.
 
 from __future__ import annotations
 
-import importlib
 import math
 import statistics
 import warnings
@@ -265,11 +264,10 @@ def cell_table(
             x = t[c].cast("float64")
             t = t.filter(x.notnull() & ~x.isnan())
         elif c in domains and len(domains[c]) <= _INLINE_DOMAIN:
-            t = t.filter(t[c].isin(list(domains[c])))
+            t = t.filter(t[c].isin([_bounding.typed_literal(t[c], v) for v in domains[c]]))
         elif c in domains:  # a long IN list is slow to compile: a semi-join with a table instead
-            arrow = importlib.import_module("pyarrow")  # untyped: handled as Any
-            with _engine.quiet():
-                values = ibis.memtable(arrow.table({c: list(domains[c])}))
+            with _engine.quiet():  # (typed by the column: uint64 values beyond int64 too)
+                values = ibis.memtable({c: list(domains[c])}, schema={c: t[c].type()})
             t = t.semi_join(values, c)
     unit = query.privacy_unit
     cols: dict[str, Any] = {} if unit is None else {unit: t[unit]}

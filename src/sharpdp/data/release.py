@@ -284,7 +284,10 @@ class QuantileRelease(Release):
         return (
             f"quantile: midpoint of a grid cell drawn by the exponential mechanism (c = "
             f"{self.coefficient!r}, {self.cells:,} cells); rank_error w: with probability ≥ "
-            f"{exact(level)}, |rank − q·n| ≤ d* + w (rounded up)"
+            f"{exact(level)}, |rank − q·n| ≤ d* + w (rounded up), where d*, the best rank any "
+            "cell reaches, is ≤ ½ for distinct grid values but up to the largest number of rows "
+            "sharing one (a tie has no width in Smith's mechanism: on heavily tied data, e.g. a "
+            "constant column, the value can fall anywhere between the tie's neighbours)"
         )
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:

@@ -93,10 +93,18 @@ def _privacy(value: object) -> sdp.Guarantee:
     return value
 
 
+def _is_na(v: object) -> bool:
+    """pandas' missing scalars (``pd.NA``, ``pd.NaT``, NaN); containers are not missing."""
+    try:
+        return bool(pd.isna(v))  # type: ignore[call-overload]
+    except (TypeError, ValueError):  # an array-like: not a scalar NA
+        return False
+
+
 def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[Any, ...], ...]:
     """Public keys: a list of values (one column), of tuples, or a DataFrame with the columns."""
-    if isinstance(value, np.ndarray | pd.Series | pd.Index):  # e.g. df["col"].unique()
-        value = value.tolist()
+    if isinstance(value, np.ndarray | pd.Series | pd.Index | pd.api.extensions.ExtensionArray):
+        value = value.tolist()  # e.g. df["col"].unique(), an extension array for str/category
     if isinstance(value, pd.DataFrame):
         missing = [c for c in columns if c not in value.columns]
         if missing:
@@ -120,7 +128,7 @@ def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[A
             raise InvalidParameter(
                 f"{name}: each key must have {len(columns)} value(s) ({list(columns)}), got {r!r}"
             )
-        if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in r):
+        if any(v is None or (isinstance(v, float) and math.isnan(v)) or _is_na(v) for v in r):
             raise InvalidParameter(f"{name}: keys must not be NULL/NaN, got {r!r}")
     if len(set(rows)) != len(rows):
         raise InvalidParameter(f"{name} must not repeat a key")
@@ -768,9 +776,12 @@ class Session:
         1, or min(``max_groups``, #keys) with ``by``. The score −|r_t − qn| has sensitivity
         Δ = m·max(q, 1 − q) under add/remove of a person with ≤ m = ``max_rows`` rows.
 
-        Accuracy: ``run(...).to_pandas(level)`` gives a data-independent ``rank_error`` (see
-        :class:`~sharpdp.data.release.QuantileRelease`); there is no value interval, as explained
-        there.
+        Accuracy: ``run(...).to_pandas(level)`` gives a data-independent ``rank_error`` w (see
+        :class:`~sharpdp.data.release.QuantileRelease`): the released rank is within d* + w of
+        q·n, where d* is ≤ ½ when no two rows share a grid point but up to the largest number of
+        rows sharing one. Smith's mechanism gives a tie no width, so on heavily tied data (a
+        constant column, integers with few distinct values) the value may fall anywhere between
+        the tie's neighbours, whatever ε. There is no value interval, as explained there.
 
         Args:
             column: a numeric column.
@@ -1060,7 +1071,9 @@ class Session:
         target = _privacy(privacy)
         candidates, _, _ = self._selection_setup(column, keys, None, None)
         kappa = self._caps(None, max_groups)[1]
-        mech = sdp.calibrate(sdp.Exponential, target, sensitivity=1.0, monotonic=True)
+        # an ApproxZCDP(ρ, δ) target is met by a ρ-zCDP selection, which needs no δ
+        pure = sdp.ZCDP(target.rho, target.xi) if isinstance(target, sdp.ApproxZCDP) else target
+        mech = sdp.calibrate(sdp.Exponential, pure, sensitivity=1.0, monotonic=True)
         return SelectBestQuery(
             description=f"select_best({column!r}) with privacy {target!r}",
             bounding=Bounding(1, kappa, self._salt()),
