@@ -666,9 +666,11 @@ class Accountant:
 
     def projected(self, item: Guarantee, count: int = 1) -> float:
         """The odometer reading (:meth:`spent`'s currency) that :meth:`spend` of ``count`` runs of
-        ``item`` would leave now, by the analysis :meth:`spend` itself runs (an upper bound of
-        :meth:`spent` after that spend). Nothing is recorded; whether it fits is
-        :meth:`would_fit`.
+        ``item`` would leave now, by the analysis :meth:`spend` itself runs: an upper bound of
+        :meth:`spent` after that spend, equal to it unless the history holds many different
+        items, where the spend may be accepted on a quicker valid bound (the Rényi summary) and
+        :meth:`spent` then reads the sharper full analysis. Nothing is recorded; whether it fits
+        is :meth:`would_fit`.
         """
         k, history = self._check_item(item, count)
         return self._evaluate(history, item, k).spent
