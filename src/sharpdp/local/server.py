@@ -69,7 +69,7 @@ def estimate(reports: Reports, epsilon: float, categories: int) -> Estimate:
         >>> r = sdp.local.randomize([1] * 500 + [2] * 500, epsilon=2.0, categories=3, rng=1)
         >>> est = sdp.local.estimate(r, epsilon=2.0, categories=3)
         >>> est.frequencies.round(2).tolist()  # truth: [0, 0.5, 0.5]; sd ≈ 0.03 each
-        [-0.01, 0.53, 0.49]
+        [-0.0, 0.5, 0.5]
     """
     if not isinstance(reports, Reports):
         raise InvalidParameter(
