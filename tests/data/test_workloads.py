@@ -488,3 +488,20 @@ def test_an_empty_domain_found_privately_is_said_not_silent() -> None:
         r = s.answer(sdp.data.marginals(["c"], way=1), privacy=sdp.ApproxDP(0.1, 1e-8), rng=0)
     assert r.to_pandas().empty
     assert s.accountant.spent() > 0.0
+
+
+def test_mwem_with_an_empty_domain_found_privately_releases_nothing_and_says_so() -> None:
+    """As answer(): a threshold no value can pass leaves an empty synthetic distribution (the
+    run was paid for), with a warning, instead of raising after the spend."""
+    df = pd.DataFrame({"uid": range(40), "c": ["a", "b"] * 20, "d": ["x"] * 40})
+    s = sdp.data.Session(df, "uid", sdp.ApproxDP(10.0, 1e-6))
+    w = sdp.data.marginals(["c", "d"], way=2)
+    with pytest.warns(UserWarning, match="synthetic data is empty"):
+        syn = s.mwem(w, privacy=sdp.ApproxDP(0.1, 1e-8), rng=0)
+    assert syn.to_pandas().empty
+    assert syn.answer(w).empty
+    assert syn.sample(rng=0).empty
+    with pytest.raises(sdp.InvalidParameter, match="no synthetic cells"):
+        syn.sample(5, rng=0)
+    assert "selected none" in str(syn.explain())
+    assert s.accountant.spent() > 0.0

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -438,11 +439,6 @@ class MWEMQuery(Query):
 
     def _cells(self, domains: dict[str, tuple[Any, ...]]) -> pd.DataFrame:
         sizes = [len(domains[c]) for c in self.workload.columns]
-        if 0 in sizes:
-            raise InvalidParameter(
-                "MWEM: a discovered domain is empty (no value passed the threshold); the budget "
-                "is spent — declare domains= to avoid discovery"
-            )
         if math.prod(sizes) > MAX_DOMAIN:
             raise InvalidParameter(
                 f"MWEM: the discovered domain has {math.prod(sizes)} cells > {MAX_DOMAIN}; the "
@@ -454,11 +450,28 @@ class MWEMQuery(Query):
     def _finish(
         self, data: tuple[dict[str, tuple[Any, ...]], pd.DataFrame] | None, rng: np.random.Generator
     ) -> Synthetic:
+        columns = self.workload.columns
         if data is None:
-            domains = resolve_domains(self.workload, discover(self.discovery, rng))
+            found = discover(self.discovery, rng)
+            domains = resolve_domains(self.workload, found)
+            empty = [c for c, values in found.items() if not values]
+            if empty:  # nothing to synthesise: say so, and release the (empty) result paid for
+                warnings.warn(
+                    f"no value of column(s) {empty} passed the partition selection's threshold: "
+                    "MWEM's synthetic data is empty (its spend is recorded); declare domains= "
+                    "or give the run more privacy budget",
+                    UserWarning,
+                    stacklevel=4,
+                )
+                return Synthetic(
+                    query=self.description,
+                    keys=columns,
+                    frame=pd.DataFrame({**{c: [] for c in columns}, "count": []}),
+                    noise={},
+                    domains=tuple(domains.items()),
+                )
             data = domains, self._cells(domains)
         domains, cells = data
-        columns = self.workload.columns
         hist = _flat_histogram(cells, columns, domains)
         labels, matrix = self.workload.matrix(domains)
         groups = self.workload.groups(domains)
@@ -506,7 +519,7 @@ class Synthetic(Release):
         """The pricing of the run (rounds, mechanisms, the sharp vs classical rounds), with a last
         note on the rounds this run made (with ``rounds=None``, chosen after the pricing)."""
         assert self.explanation is not None
-        ran = f"this run: T = {self.rounds} round(s), selected {', '.join(self.selected)}"
+        ran = f"this run: T = {self.rounds} round(s), selected {', '.join(self.selected) or 'none'}"
         return dataclasses.replace(self.explanation, notes=(*self.explanation.notes, ran))
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
@@ -547,6 +560,10 @@ class Synthetic(Release):
         """
         counts = self.frame["count"].to_numpy(np.float64)
         size = round(float(counts.sum())) if n is None else _validate.integer("n", n, minimum=0)
+        if not counts.size:
+            if size:
+                raise InvalidParameter("no synthetic cells to sample from (a domain is empty)")
+            return self.frame.drop(columns="count")
         idx = as_generator(rng).choice(len(counts), size=size, p=counts / counts.sum())
         return self.frame.drop(columns="count").iloc[idx].reset_index(drop=True)
 
