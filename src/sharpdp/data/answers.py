@@ -349,7 +349,7 @@ class WorkloadQuery(Query):
         rows, truth = self.workload.evaluate(cells, domains)
         if isinstance(self.plan.law, sdp.DiscreteLaplace):
             noisy = self.plan.law.release(np.rint(truth).astype(np.int64), rng=rng)
-            values = np.asarray(noisy, dtype=np.float64)
+            values = np.asarray(noisy, dtype=np.int64)  # integer counts stay integers
         else:
             values = np.asarray(self.plan.law.release(truth, rng=rng), dtype=np.float64)
         frame = rows.copy()
@@ -402,7 +402,9 @@ class WorkloadRelease(Release):
         return math.nextafter(w, math.inf)
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
-        w = self.half_width(level)
+        w: float = self.half_width(level)
+        if isinstance(self.law, sdp.DiscreteLaplace):
+            w = int(w)  # integer noise: integer counts and bounds
         frame = self.frame.copy()
         frame["lower"] = frame["count"] - w
         frame["upper"] = frame["count"] + w
