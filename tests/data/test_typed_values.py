@@ -64,6 +64,17 @@ def test_date_keys_in_any_form_count_the_right_rows(dated: pd.DataFrame, form: s
     assert pd.Timestamp(chosen.to_pandas()["day"].iloc[0]) == pd.Timestamp(DAYS[1])
 
 
+def test_date_keys_joined_as_a_table(dated: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond the inline limit, keys are semi-joined as a typed table: dates too."""
+    from sharpdp.data import _bounding
+
+    monkeypatch.setattr(_bounding, "INLINE_KEYS", 1)
+    s = sdp.data.Session(dated, "uid", BUDGET)
+    got = s.count_by("day", keys=[d.isoformat() for d in DAYS], privacy=HUGE).run(rng=0)
+    sizes = dated.groupby("day").size()
+    assert got.to_pandas()["count"].tolist() == [int(sizes[d]) for d in DAYS]
+
+
 def test_grouped_sums_and_quantiles_by_date(dated: pd.DataFrame) -> None:
     s = sdp.data.Session(dated, "uid", BUDGET)
     sums = s.sum("v", bounds=(0, 10), by="day", keys=DAYS, privacy=HUGE).run(rng=0).to_pandas()

@@ -442,11 +442,11 @@ def test_long_domains_filter_by_semi_join_alike(
     table: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Domains longer than the inline limit are filtered by a semi-join: same answers."""
-    from sharpdp.data import answers
+    from sharpdp.data import _bounding
 
     w = sdp.data.marginals(["a", "b"], way=2, domains={"a": [0, 2], "b": ["y"]})
     inline = session(table).answer(w, privacy=sdp.ZCDP(1e8), max_rows=2, rng=0).to_pandas()
-    monkeypatch.setattr(answers, "_INLINE_DOMAIN", 1)
+    monkeypatch.setattr(_bounding, "INLINE_KEYS", 1)
     joined = session(table).answer(w, privacy=sdp.ZCDP(1e8), max_rows=2, rng=0).to_pandas()
     pd.testing.assert_frame_equal(inline, joined)
     assert inline["count"].sum() > 0

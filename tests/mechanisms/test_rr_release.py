@@ -102,3 +102,18 @@ def test_the_race_path_has_the_same_law(
     out = sdp.RandomizedResponse(epsilon, categories=k).release(np.full(n, 1), rng=8)
     p = math.exp(epsilon) / (math.exp(epsilon) + k - 1)
     assert stats.binomtest(int((out == 1).sum()), n, p).pvalue > FALSE_FAILURE
+
+
+@pytest.mark.parametrize(("epsilon", "k"), [(1.0, 2), (0.3, 50)])
+def test_keep_coins_have_the_keep_probability(epsilon: float, k: int) -> None:
+    """keeps(): True with e^ε/(e^ε + k − 1) (exact binomial test at 1e-6); bad sizes refused."""
+    m = sdp.RandomizedResponse(epsilon, categories=k)
+    n = 200_000
+    kept = m.keeps(n, rng=6)
+    assert kept.dtype == np.bool_
+    assert kept.shape == (n,)
+    p = math.exp(epsilon) / (math.exp(epsilon) + k - 1)
+    assert stats.binomtest(int(kept.sum()), n, p).pvalue > FALSE_FAILURE
+    for bad in (-1, 2.5, "3"):
+        with pytest.raises(sdp.InvalidParameter):
+            m.keeps(bad, rng=0)  # type: ignore[arg-type]

@@ -45,16 +45,20 @@ from typing import Any
 from sharpdp.data import _engine
 
 __all__ = [
+    "INLINE_KEYS",
+    "RESERVED_PREFIX",
     "UNIT",
     "clamped_grid",
     "grid_position",
     "group",
     "kept_rows",
+    "key_table",
     "pair_plan",
     "per_person_key",
     "per_person_total",
     "rank_hash",
     "restrict_keys",
+    "typed_literal",
     "valued_rows",
 ]
 

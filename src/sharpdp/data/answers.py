@@ -54,8 +54,6 @@ __all__ = [
 ]
 
 MECHANISMS = ("auto", "laplace", "gaussian")
-#: Domains up to this many values are filtered with an inline IN list; longer ones by a semi-join.
-_INLINE_DOMAIN = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,16 +226,26 @@ def resolve_domains(
 
 
 def discover(
-    discovery: tuple[tuple[str, CountQuery], ...], rng: np.random.Generator
+    discovery: tuple[tuple[str, CountQuery], ...], rng: np.random.Generator, result: str
 ) -> dict[str, tuple[Any, ...]]:
     """Run the partition selections that find undeclared domains (already paid for by the
-    query that holds them): each column's released keys but NULL, sorted."""
+    query that holds them): each column's released keys but NULL, sorted. If a column's come
+    back empty, warn that ``result`` (what the caller releases) is empty: the spend stands."""
     found: dict[str, tuple[Any, ...]] = {}
     for column, sub in discovery:
         # NULL is not a value of a domain (rows with NULL there are in no cell): dropping its
         # released key is post-processing
         keys = [k for k in sub._release(rng).frame[column].tolist() if not pd.isna(k)]
         found[column] = tuple(sorted(keys, key=lambda v: (str(type(v)), v)))
+    empty = [c for c, values in found.items() if not values]
+    if empty:  # a legitimately empty release: say so rather than return it silently
+        warnings.warn(
+            f"no value of column(s) {empty} passed the partition selection's threshold: "
+            f"{result} is empty (its spend is recorded); declare domains= or give the query "
+            "more privacy budget",
+            UserWarning,
+            stacklevel=5,
+        )
     return found
 
 
@@ -263,12 +271,8 @@ def cell_table(
         if isinstance(dom, Bins):
             x = t[c].cast("float64")
             t = t.filter(x.notnull() & ~x.isnan())
-        elif c in domains and len(domains[c]) <= _INLINE_DOMAIN:
-            t = t.filter(t[c].isin([_bounding.typed_literal(t[c], v) for v in domains[c]]))
-        elif c in domains:  # a long IN list is slow to compile: a semi-join with a table instead
-            with _engine.quiet():  # (typed by the column: uint64 values beyond int64 too)
-                values = ibis.memtable({c: list(domains[c])}, schema={c: t[c].type()})
-            t = t.semi_join(values, c)
+        elif c in domains:
+            t = _bounding.restrict_keys(t, (c,), [(v,) for v in domains[c]])
     unit = query.privacy_unit
     cols: dict[str, Any] = {} if unit is None else {unit: t[unit]}
     for c in workload.columns:
@@ -330,17 +334,9 @@ class WorkloadQuery(Query):
         self, data: tuple[dict[str, tuple[Any, ...]], pd.DataFrame] | None, rng: np.random.Generator
     ) -> WorkloadRelease:
         if data is None:
-            found = discover(self.discovery, rng)
-            empty = [c for c, values in found.items() if not values]
-            if empty:  # the release is legitimately empty; say so rather than return it silently
-                warnings.warn(
-                    f"no value of column(s) {empty} passed the partition selection's threshold: "
-                    "the workload's release is empty (its spend is recorded); declare domains= "
-                    "or give the query more privacy budget",
-                    UserWarning,
-                    stacklevel=4,
-                )
-            domains = resolve_domains(self.workload, found)
+            domains = resolve_domains(
+                self.workload, discover(self.discovery, rng, "the workload's release")
+            )
             data = (
                 domains,
                 cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt),

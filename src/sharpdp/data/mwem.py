@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -452,17 +451,10 @@ class MWEMQuery(Query):
     ) -> Synthetic:
         columns = self.workload.columns
         if data is None:
-            found = discover(self.discovery, rng)
-            domains = resolve_domains(self.workload, found)
-            empty = [c for c, values in found.items() if not values]
-            if empty:  # nothing to synthesise: say so, and release the (empty) result paid for
-                warnings.warn(
-                    f"no value of column(s) {empty} passed the partition selection's threshold: "
-                    "MWEM's synthetic data is empty (its spend is recorded); declare domains= "
-                    "or give the run more privacy budget",
-                    UserWarning,
-                    stacklevel=4,
-                )
+            domains = resolve_domains(
+                self.workload, discover(self.discovery, rng, "MWEM's synthetic data")
+            )
+            if not all(domains.values()):  # nothing to synthesise: release the empty result
                 return Synthetic(
                     query=self.description,
                     keys=columns,

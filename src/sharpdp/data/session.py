@@ -47,7 +47,7 @@ from sharpdp.data.quantiles import QuantileQuery
 from sharpdp.data.query import Bounding, Statistic
 from sharpdp.data.selection import LimitDomQuery, SelectBestQuery, TopKQuery
 from sharpdp.data.sums import MeanQuery, SumQuery
-from sharpdp.data.workloads import MAX_DOMAIN, Bins, Domain, Predicates, Workload
+from sharpdp.data.workloads import MAX_DOMAIN, Bins, Domain, Predicates, Workload, is_missing
 from sharpdp.errors import InvalidParameter
 from sharpdp.mechanisms._samplers import RNGLike
 
@@ -93,14 +93,6 @@ def _privacy(value: object) -> sdp.Guarantee:
     return value
 
 
-def _is_na(v: object) -> bool:
-    """pandas' missing scalars (``pd.NA``, ``pd.NaT``, NaN); containers are not missing."""
-    try:
-        return bool(pd.isna(v))  # type: ignore[call-overload]
-    except (TypeError, ValueError):  # an array-like: not a scalar NA
-        return False
-
-
 def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[Any, ...], ...]:
     """Public keys: a list of values (one column), of tuples, or a DataFrame with the columns."""
     if isinstance(value, np.ndarray | pd.Series | pd.Index | pd.api.extensions.ExtensionArray):
@@ -128,7 +120,7 @@ def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[A
             raise InvalidParameter(
                 f"{name}: each key must have {len(columns)} value(s) ({list(columns)}), got {r!r}"
             )
-        if any(v is None or (isinstance(v, float) and math.isnan(v)) or _is_na(v) for v in r):
+        if any(is_missing(v) for v in r):
             raise InvalidParameter(f"{name}: keys must not be NULL/NaN, got {r!r}")
     if len(set(rows)) != len(rows):
         raise InvalidParameter(f"{name} must not repeat a key")

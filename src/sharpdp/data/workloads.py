@@ -44,6 +44,7 @@ __all__ = [
     "Predicates",
     "Workload",
     "bins",
+    "is_missing",
     "marginals",
     "predicates",
 ]
@@ -104,11 +105,19 @@ def bins(lower: float, upper: float, count: int) -> Bins:
     return Bins(lower, upper, count)
 
 
+def is_missing(v: object) -> bool:
+    """Whether a scalar is NULL: ``None``, NaN, ``pd.NA`` or ``pd.NaT`` (a container is not)."""
+    try:
+        return bool(pd.isna(v))  # type: ignore[call-overload]
+    except (TypeError, ValueError):  # an array-like
+        return False
+
+
 def _scalars(name: str, values: Iterable[Any]) -> tuple[Any, ...]:
     """``values`` as a tuple of hashable, non-NULL scalars (numpy scalars as Python ones)."""
     out = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
     for v in out:
-        if v is None or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
+        if is_missing(v):
             raise InvalidParameter(f"{name} must not contain NULL/NaN, got {v!r}")
         try:
             hash(v)

@@ -2,7 +2,8 @@
 
 Every randomizer here is sampled *exactly* (no floating-point probability decides a draw; see
 :mod:`sharpdp.mechanisms._samplers`): each biased coin is an exact comparison of a random word
-with the digits of its probability (:mod:`sharpdp.mechanisms._logistic`), k-RR is
+with the digits of its probability (:mod:`sharpdp.mechanisms._logistic`, through
+:meth:`~sharpdp.mechanisms.RandomizedResponse.keeps`), k-RR is
 :class:`~sharpdp.mechanisms.RandomizedResponse`'s exact release, and each uniform choice is an
 exact uniform integer. So the realised law of a report is the stated one for the double ε given,
 and the report is exactly ε-DP (checked by :mod:`sharpdp.audit` on the laws of
@@ -19,7 +20,6 @@ import numpy.typing as npt
 from sharpdp.guarantees import PureDP
 from sharpdp.local import _params, _schemes
 from sharpdp.local.reports import Reports, report_dtype
-from sharpdp.mechanisms import _logistic
 from sharpdp.mechanisms._samplers import RNGLike, as_generator, uniform_int
 from sharpdp.mechanisms.randomized_response import RandomizedResponse
 
@@ -134,17 +134,10 @@ class Randomizer:
 
 
 def _coins(eps: float, size: tuple[int, ...], heads: int, gen: np.random.Generator) -> IntArray:
-    """Exact coins: 1 with probability e^ε/(e^ε + 1) if ``heads`` else 1/(e^ε + 1).
-
-    One random word per coin (:mod:`sharpdp.mechanisms._logistic`); an ε beyond that module's
-    range goes through binary randomized response's exact race instead.
-    """
-    if eps > _logistic.MAX_ABS_S:
-        out: IntArray = RandomizedResponse(eps, 2).release(np.full(size, heads, np.int64), gen)
-        return out
-    s = eps if heads else -eps  # P[1] = 1/(1 + e^{−s})
-    flat = _logistic.coins(gen, s, 1, int(np.prod(size)))
-    return flat.reshape(size).astype(np.int64)
+    """Exact coins: 1 with probability e^ε/(e^ε + 1) if ``heads`` else 1/(e^ε + 1): binary
+    randomized response's keep coins (:meth:`RandomizedResponse.keeps`), or their negation."""
+    keep = RandomizedResponse(eps, 2).keeps(int(np.prod(size)), gen).reshape(size)
+    return (keep if heads else ~keep).astype(np.int64)
 
 
 def _oue(v: IntArray, eps: float, k: int, gen: np.random.Generator) -> npt.NDArray[np.uint8]:

@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from sharpdp import _divergences, _validate
 from sharpdp.conversions import pure_dp_to_zcdp, register
@@ -91,7 +92,7 @@ class RandomizedResponse(Mechanism):
         """
         v = self._categories_of(value)
         gen = as_generator(rng)
-        moved = ~self._keeps(v.size, gen)
+        moved = ~self.keeps(v.size, gen)
         shift = np.zeros(v.size, dtype=np.int64)
         shift[moved] = 1 + uniform_int(self.categories - 1, int(moved.sum()), gen)
         flat = v.ravel()
@@ -99,8 +100,16 @@ class RandomizedResponse(Mechanism):
         out = np.where(wraps, flat - (self.categories - shift), flat + shift)
         return int(out[0]) if v.ndim == 0 else out.reshape(v.shape).astype(np.int64)
 
-    def _keeps(self, size: int, gen: np.random.Generator) -> Any:
-        """``size`` exact coins, True with probability e^ε/(e^ε + k − 1)."""
+    def keeps(self, size: int, rng: RNGLike = None) -> npt.NDArray[np.bool_]:
+        """``size`` exact coins of the keep-or-move step of :meth:`release`: a boolean array, True
+        with probability e^ε/(e^ε + k − 1) (for k = 2 these are binary randomized response's
+        biased coins, drawn without the reports around them).
+
+        Raises:
+            InvalidParameter: ``size`` is not an integer ≥ 0, or ``rng`` is invalid.
+        """
+        size = _validate.integer("size", size, minimum=0)
+        gen = as_generator(rng)
         if self.epsilon_ <= _logistic.MAX_ABS_S:
             return _logistic.coins(gen, self.epsilon_, self.categories - 1, size)
         from sharpdp.mechanisms import _race  # deferred: selection machinery is heavier
@@ -109,7 +118,7 @@ class RandomizedResponse(Mechanism):
             _race.offsets(np.array([1.0, 0.0]), Fraction(self.epsilon_)),  # c = ε/Δ, Δ = 1
             counts=np.array([1, self.categories - 1], dtype=np.int64),
         )
-        return _race.race(keep_or_move, 1, "gumbel", gen, size)[:, 0] == 0
+        return np.asarray(_race.race(keep_or_move, 1, "gumbel", gen, size)[:, 0] == 0)
 
     def _categories_of(self, value: Any) -> Any:
         try:
