@@ -228,8 +228,13 @@ def test_decimal_columns_take_floats_by_their_decimal_text() -> None:
     assert got["count"].tolist() == [2, 3, 1]
     w = sdp.data.predicates({"p": {"dec": 1.1}})
     assert s.answer(w, privacy=HUGE, rng=0).to_pandas()["count"].tolist() == [2]
+    before = spent(s)
     with pytest.raises(sdp.InvalidParameter, match="more decimal places"):
         s.count_by("dec", keys=[1.123], privacy=HUGE)
+    for too_long in (123456789.0, 1e30, Decimal("1e40")):  # decimal(10, 2): ≤ 8 integer digits
+        with pytest.raises(sdp.InvalidParameter, match="more digits"):
+            s.count_by("dec", keys=[too_long], privacy=HUGE)
+    assert spent(s) == before
 
 
 def test_integer_keys_with_nulls_keep_their_integer_values() -> None:

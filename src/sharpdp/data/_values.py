@@ -78,9 +78,17 @@ def _decimal(v: object, dtype: Any) -> Any:
         raise _NotOfColumn
     scale = getattr(dtype, "scale", None)
     if scale is not None and value.is_finite():
-        exact = value.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_EVEN)
+        try:
+            exact = value.quantize(
+                decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_EVEN
+            )
+        except decimal.InvalidOperation:  # more digits than any decimal context holds
+            raise _NotOfColumn(f"has more digits than the column's {dtype} holds") from None
         if exact != value:
             raise _NotOfColumn(f"has more decimal places than the column's {dtype}")
+        precision = getattr(dtype, "precision", None)
+        if precision is not None and exact and exact.adjusted() + 1 > precision - scale:
+            raise _NotOfColumn(f"has more digits than the column's {dtype} holds")
         value = exact
     return value
 
