@@ -264,7 +264,7 @@ def test_sensitivities_derived_from_caps(small: pd.DataFrame) -> None:
     # mean: the centred doubled sum moves by m·(U − L) grid steps, the count by m
     mn = s.mean("amount", bounds=(0.0, 10.0), privacy=sdp.PureDP(1.0), max_rows=3)
     step = mn.bounding.step
-    assert step == 2.0 ** math.floor(math.log2(10.0 / 1024))
+    assert step == 2.0 ** math.floor(math.log2(10.0 / 2**20))
     assert mn.statistics[0].sensitivity == 3 * round(10.0 / step)
     assert mn.statistics[1].sensitivity == 3.0
     # top-k: the score range is max_rows (monotonic counts)

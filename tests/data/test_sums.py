@@ -27,9 +27,13 @@ def _kept_values(
     max_groups: int,
     salt: str,
 ) -> pd.DataFrame:
-    """Independent bounding of summed rows: grid values, rows ranked by hash(unit|key|v|salt)."""
+    """Independent bounding of summed rows: grid values, rows ranked by hash(unit|key|v|salt).
+
+    Values are clamped to the grid's bounds rounded inwards, ⌈lo/step⌉·step and ⌊hi/step⌋·step,
+    then rounded to the nearest step (halves up)."""
     d = df[df["amount"].notna()].copy()
-    d["v"] = np.floor(d["amount"].clip(lo, hi) / step + 0.5).astype(np.int64)
+    glo, ghi = math.ceil(lo / step) * step, math.floor(hi / step) * step
+    d["v"] = np.floor(d["amount"].clip(glo, ghi) / step + 0.5).astype(np.int64)
     d["digest"] = [
         reference.rank_hash([r["person"], *(r[k] for k in keys), r["v"]], salt)
         for _, r in d.iterrows()
@@ -84,11 +88,12 @@ def _fruit_mean(
 
 
 def test_huge_epsilon_sum_is_bounded_truth(small: pd.DataFrame, reference: type) -> None:
-    # grid step 2^-4 for bounds (−10.3, 99.7); Δ = 2·1595 steps; scale 3190/1e7: P[Z ≠ 0] < 1e-1000
+    # grid step 2^-14 (the power of two below 110/2^20) for bounds (−10.3, 99.7); Δ = 2·⌊99.7·2^14⌋
+    # steps; scale 3266968/1e11: P[Z ≠ 0] < 1e-1000
     s = sdp.data.Session(small, "person", sdp.PureDP(1e12), seed=3)
-    q = s.sum("amount", bounds=(-10.3, 99.7), privacy=sdp.PureDP(1e7), max_rows=2)
+    q = s.sum("amount", bounds=(-10.3, 99.7), privacy=sdp.PureDP(1e11), max_rows=2)
     step = q.bounding.step
-    assert step == 2.0**-4
+    assert step == 2.0**-14
     kept = _kept_values(small, reference, [], -10.3, 99.7, step, 2, 1, q.bounding.salt)
     r = q.run(rng=0).to_pandas(level=0.99)
     assert r["sum"].iloc[0] == kept["v"].sum() * step
@@ -96,8 +101,10 @@ def test_huge_epsilon_sum_is_bounded_truth(small: pd.DataFrame, reference: type)
 
 
 def test_huge_epsilon_mean_by_key_is_bounded_truth(small: pd.DataFrame, reference: type) -> None:
-    q, kept = _fruit_mean(small, reference, sdp.PureDP(1e12), 4, sdp.PureDP(1e7), 3, 2)
-    assert q.bounding.step == 2.0 ** math.floor(math.log2(100 / 1024))
+    # step 2^-14; the centred sum moves by 3·(100·2^14) doubled steps; scale ≤ 2·3·1638400/5e11
+    # (half of ε per part): P[Z ≠ 0] < 1e-1000
+    q, kept = _fruit_mean(small, reference, sdp.PureDP(1e13), 4, sdp.PureDP(1e12), 3, 2)
+    assert q.bounding.step == 2.0 ** math.floor(math.log2(100 / 2**20))
     want = (kept.groupby("fruit")["v"].mean() * q.bounding.step).to_dict()
     got = q.run(rng=0).to_pandas()
     for fruit, mean, lo, hi in zip(
@@ -205,14 +212,14 @@ def test_zcdp_mean_with_a_wide_discrete_gaussian_is_priced_and_spent(small: pd.D
 
 
 def test_bounds_far_from_zero_get_a_coarser_grid(small: pd.DataFrame, reference: type) -> None:
-    """Integer bounds of span ≥ 2^20 take step 1, unless a bound lies over 2^40 steps from 0:
-    then the step is the least power of two that keeps both within 2^40 (bounds (0, 10^15):
-    2^ceil(log2(10^15/2^40)) = 2^10). A granularity given too fine says which is the finest."""
-    # Δ = 2·10^15/2^10 ≈ 2e12 steps; ε = 1e14: scale 0.02, P[Z ≠ 0] < 1e-20 (false-failure rate)
+    """Integer bounds of span ≥ 2^8 take step 1, unless a bound lies over 2^31 steps from 0:
+    then the step is the least power of two that keeps both within 2^31 (bounds (0, 10^15):
+    2^ceil(log2(10^15/2^31)) = 2^19). A granularity given too fine says which is the finest."""
+    # Δ = 2·⌊10^15/2^19⌋ ≈ 3.8e9 steps; ε = 1e14: scale 4e-5, P[Z ≠ 0] < 1e-1000
     s = sdp.data.Session(small, "person", sdp.PureDP(1e15), seed=3)
     q = s.sum("amount", bounds=(0, 10**15), privacy=sdp.PureDP(1e14), max_rows=2)
-    assert q.bounding.step == 2.0**10
-    kept = _kept_values(small, reference, [], 0, 10**15, 2.0**10, 2, 1, q.bounding.salt)
-    assert q.run(rng=0).to_pandas()["sum"].iloc[0] == kept["v"].sum() * 2.0**10
-    with pytest.raises(sdp.InvalidParameter, match=r"granularity >= 1024\.0"):
+    assert q.bounding.step == 2.0**19
+    kept = _kept_values(small, reference, [], 0, 10**15, 2.0**19, 2, 1, q.bounding.salt)
+    assert q.run(rng=0).to_pandas()["sum"].iloc[0] == kept["v"].sum() * 2.0**19
+    with pytest.raises(sdp.InvalidParameter, match=r"granularity >= 524288\.0"):
         s.sum("amount", bounds=(0, 10**15), privacy=sdp.PureDP(1.0), granularity=1.0)

@@ -3,6 +3,7 @@ isolation between analysts, and hostile input (always a 4xx with a message; noth
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +12,7 @@ import httpx
 import pytest
 from servers import ADMIN, Server, admin, bearer, new_analyst, write_config
 
+import sharpdp as sdp
 from sharpdp.accounting.ledger import Ledger
 
 
@@ -224,6 +226,15 @@ def test_no_analyst_sees_or_spends_another_s(server: Server) -> None:
     assert httpx.post(f"{server.url}/admin/analysts", json=body, headers=wrong).status_code == 401
 
 
+def _nan_json(body: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """``body`` as JSON with ``NaN``/``Infinity`` literals (which httpx's ``json=`` refuses and
+    Python's JSON parser, hence the server's, accepts), and the request's headers."""
+    return {
+        "content": json.dumps(body).encode(),
+        "headers": {"content-type": "application/json", **(headers or {})},
+    }
+
+
 def _hostile(server: Server, token: str) -> list[tuple[str, httpx.Response]]:
     h = bearer(token)
     url = f"{server.url}/queries"
@@ -271,6 +282,46 @@ def _hostile(server: Server, token: str) -> list[tuple[str, httpx.Response]]:
                 headers=h,
             ),
         ),
+        ("level NaN", httpx.post(url, **_nan_json(count_by(level=float("nan")), h))),
+        ("level Infinity", httpx.post(url, **_nan_json(count_by(level=float("inf")), h))),
+        ("a lone surrogate key", httpx.post(url, **_nan_json(count_by(keys=["\ud800"]), h))),
+        ("a lone surrogate column", httpx.post(url, **_nan_json(count_by(column="\ud800"), h))),
+        ("a lone surrogate data set", httpx.post(url, **_nan_json(count_by(dataset="\ud800"), h))),
+        ("privacy 1_0", httpx.post(url, json=count_by(privacy="pure:1_0"), headers=h)),
+        (
+            "privacy in Arabic digits",
+            httpx.post(url, json=count_by(privacy="pure:\u0663"), headers=h),
+        ),
+        ("epsilon subnormal", httpx.post(url, json=count_by(privacy="pure:1e-320"), headers=h)),
+        (
+            "quantile bounds overflowing the grid",
+            httpx.post(
+                url,
+                json={
+                    "dataset": "people",
+                    "query": "quantile",
+                    "column": "value",
+                    "q": 0.5,
+                    "bounds": [-1e307, 1e307],
+                    "privacy": "pure:0.1",
+                },
+                headers=h,
+            ),
+        ),
+        (
+            "sum bounds a subnormal apart",
+            httpx.post(
+                url,
+                json={
+                    "dataset": "people",
+                    "query": "sum",
+                    "column": "value",
+                    "bounds": [0.0, 5e-324],
+                    "privacy": "pure:0.1",
+                },
+                headers=h,
+            ),
+        ),
         ("no token", httpx.post(url, json=count_by())),
         ("forged token", httpx.post(url, json=count_by(), headers=bearer(forged))),
         ("garbage token", httpx.post(url, json=count_by(), headers=bearer("'; DROP TABLE--"))),
@@ -278,6 +329,36 @@ def _hostile(server: Server, token: str) -> list[tuple[str, httpx.Response]]:
         ("basic auth", httpx.post(url, json=count_by(), auth=("ana", "pw"))),
         ("release id", httpx.get(f"{server.url}/releases/{'x' * 500}", headers=h)),
         ("release SQL", httpx.get(f"{server.url}/releases/1' OR '1'='1", headers=h)),
+        (
+            "an infinite budget",
+            httpx.post(
+                f"{server.url}/admin/analysts",
+                json={"name": "unlimited", "budget": "pure:inf"},
+                headers=admin(),
+            ),
+        ),
+        (
+            "a budget of 1e999",
+            httpx.post(
+                f"{server.url}/admin/analysts",
+                json={"name": "unlimited", "budget": "pure:1e999"},
+                headers=admin(),
+            ),
+        ),
+        (
+            "ttl NaN",
+            httpx.post(
+                f"{server.url}/admin/analysts",
+                **_nan_json({"name": "nan", "ttl_seconds": float("nan")}, admin()),
+            ),
+        ),
+        (
+            "calculator δ NaN",
+            httpx.post(
+                f"{server.url}/calculator/compose",
+                **_nan_json({"items": [{"item": "gaussian:5"}], "delta": float("nan")}),
+            ),
+        ),
     ]
     return cases
 
@@ -303,6 +384,12 @@ def test_hostile_input_gets_a_4xx_and_spends_nothing(server: Server) -> None:
     assert statuses["forged token"] == statuses["expired token"] == statuses["no token"] == 401
     assert "expired" in dict(cases)["expired token"].json()["error"]
     assert ledger_rows(server) == before
+    admins = {a["name"] for a in httpx.get(f"{server.url}/admin/analysts", headers=admin()).json()}
+    assert not {"unlimited", "nan"} & admins
+    # after all of those 4xx, the same connection still serves (no 500 dropped it)
+    with httpx.Client(base_url=server.url, headers=bearer(token)) as client:
+        assert client.post("/queries", **_nan_json(count_by(level=float("nan")))).status_code == 422
+        assert client.get("/budget").status_code == 200
     # a key that looks like SQL is a value like any other: released as itself, the table intact
     key = "a' OR '1'='1"
     r = httpx.post(f"{server.url}/queries", json=count_by(keys=[key, "b"]), headers=bearer(token))
@@ -329,3 +416,39 @@ def test_a_query_its_budget_cannot_pay_for_is_a_422(server: Server) -> None:
     ok = httpx.post(f"{server.url}/queries", json=count_by(privacy="zcdp:0.01"), headers=zcdp)
     assert ok.status_code == 200, ok.text
     assert ok.json()["measure"] == "rho"
+
+
+def test_a_zcdp_account_reads_its_budget_after_a_mean(server: Server) -> None:
+    """A mean under a zCDP target spends two ZCDP items (half each); reading the account then
+    prices each at its own ρ (it failed with "no analysis applies": there is no ZCDP → ZCDP
+    conversion to explain)."""
+    h = bearer(new_analyst(server.url, "zoe", "zcdp:1"))
+    body = {
+        "dataset": "people",
+        "query": "mean",
+        "column": "value",
+        "bounds": [0, 10],
+        "privacy": "zcdp:0.05",
+    }
+    assert httpx.post(f"{server.url}/queries", json=body, headers=h).status_code == 200
+    r = httpx.get(f"{server.url}/budget", headers=h)
+    assert r.status_code == 200, r.text
+    costs = [spend["cost"] for spend in r.json()["history"]]
+    # the two halves' discrete Gaussians have σ rounded up, so their ρ (which adds, Bun–Steinke
+    # 2016 Lemma 2.3) is at most the target's
+    assert 0.05 * (1 - 1e-12) <= sum(costs) <= 0.05, r.json()["history"]
+    assert r.json()["spent"] == sum(costs)
+
+
+def test_a_budget_change_is_in_force_when_it_returns(server: Server) -> None:
+    """Changing the budget of an analyst that has no account yet opens it with the new budget,
+    so a request authenticated before the change (which opens the account with the budget it
+    read, only if none is open) cannot put the old budget in force afterwards."""
+    new_analyst(server.url, "cut", "pure:1", period="all")
+    r = httpx.put(
+        f"{server.url}/admin/analysts/cut/budget", json={"budget": "pure:0.3"}, headers=admin()
+    )
+    assert r.status_code == 200, r.text
+    with Ledger(server.config.with_name("ledger.sqlite")) as ledger:
+        stale = ledger.open_account("cut", "all", sdp.PureDP(1.0), reason="a stale request")
+    assert stale.budget == sdp.PureDP(0.3)

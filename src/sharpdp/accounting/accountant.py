@@ -846,9 +846,15 @@ class Accountant:
         self, item: Guarantee, count: int, history: History, rule: _Rule, verdict: _Verdict
     ) -> str:
         now = self._evaluate(history, None, 0)
+        never = (
+            " (no amount of this budget's currency pays for it: e.g. Gaussian noise has no finite "
+            "pure ε, and δ > 0 cannot be paid in pure ε or in ρ)"
+            if math.isinf(verdict.spent)
+            else ""
+        )
         return (
             f"spending {item!r} x{count} would bring analyst {self._analyst!r} (period "
             f"{self._period!r}) to {rule.describe(verdict.spent)}, over the budget "
-            f"{rule.budget!r}; nothing was recorded (spent so far: "
+            f"{rule.budget!r}{never}; nothing was recorded (spent so far: "
             f"{rule.describe(now.spent)}, remaining: {now.remaining!r})"
         )

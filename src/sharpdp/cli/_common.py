@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -152,13 +153,16 @@ GUARANTEES: dict[str, tuple[type[sdp.Guarantee], tuple[str, ...]]] = {
 }
 
 
+#: A decimal number as written in ASCII (``1``, ``-0.5``, ``1e-6``, ``.5``, ``inf``); not ``1_0``.
+_NUMBER = re.compile(r"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)", re.ASCII | re.I)
+
+
 def parse_number(text: str, name: str, integer: bool, where: str) -> float | int:
     """``text`` as a number (an ``int`` if ``integer``); ``typer.BadParameter`` naming ``where``
     and ``name`` for anything else, NaN included."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise typer.BadParameter(f"{where}: {name} must be a number, got {text!r}") from None
+    if not _NUMBER.fullmatch(text.strip()):  # float() would also take "1_0" and non-ASCII digits
+        raise typer.BadParameter(f"{where}: {name} must be a number, got {text!r}")
+    value = float(text)
     if math.isnan(value):
         raise typer.BadParameter(f"{where}: {name} must be a number, got NaN")
     if integer:

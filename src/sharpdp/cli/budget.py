@@ -60,8 +60,14 @@ def spend_cost(item: sdp.Guarantee, count: int, measure: str, at_delta: float | 
         >>> c = spend_cost(sdp.Gaussian(1.0), 2, "rho", None)  # 2 · 1/2 (BS16 Prop 1.6)
         >>> c.value, c.analysis
         (1.0, 'bs16-prop1.6')
+        >>> spend_cost(sdp.ZCDP(0.05), 3, "rho", None).value  # a zCDP spend: its own ρ, added
+        0.15000000000000002
     """
     if measure == "rho":
+        if isinstance(item, sdp.ZCDP):  # no conversion: a ρ-zCDP spend costs its ρ per run
+            return Cost(
+                _up(count * Fraction(item.rho)), "zcdp", "Bun–Steinke 2016 Lemma 2.3 (zCDP adds)"
+            )
         explanation = sdp.conversions.explain(item, sdp.ZCDP)
         row = explanation.winner
         z = sdp.convert(item, sdp.ZCDP)

@@ -37,6 +37,7 @@ __all__ = [
     "half_width",
     "largest_rho",
     "least_integer",
+    "magnitude",
     "upper_tail",
 ]
 
@@ -209,9 +210,24 @@ def expected_abs(noise: IntegerNoise) -> float:
 # --------------------------------------------------------------------------------------------------
 
 
+def magnitude(noise: IntegerNoise) -> float:
+    """A magnitude |Z| exceeds with probability at most 2e^{−800}: 800·t for the discrete Laplace
+    (P[|Z| ≥ a] ≤ 2e^{−a/t}), 40·σ for the discrete Gaussian (sub-Gaussian with variance proxy
+    σ², Canonne–Kamath–Steinke 2020, so P[|Z| ≥ a] ≤ 2e^{−a²/(2σ²)})."""
+    if isinstance(noise, sdp.DiscreteLaplace):
+        return 800.0 * float(noise.scale)
+    return _TAIL_SIGMAS * float(noise.sigma)
+
+
+def _finite(name: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise InvalidParameter(f"{name} would be infinite (the target is too small)")
+    return value
+
+
 def _pure_laplace(epsilon: float, sensitivity: int, copies: int) -> sdp.DiscreteLaplace:
     """The least discrete-Laplace scale t (a float) with copies·Δ/t ≤ ε, checked in rationals."""
-    t = copies * sensitivity / epsilon
+    t = _finite("the noise scale", copies * sensitivity / epsilon)
     while Fraction(copies * sensitivity) / Fraction(t) > Fraction(epsilon):
         t = math.nextafter(t, math.inf)
     return sdp.DiscreteLaplace(t, sensitivity=sensitivity)
@@ -219,7 +235,7 @@ def _pure_laplace(epsilon: float, sensitivity: int, copies: int) -> sdp.Discrete
 
 def _zcdp_gaussian(rho: float, sensitivity: int, copies: int) -> sdp.DiscreteGaussian:
     """The least σ (a float) with copies·Δ²/(2σ²) ≤ ρ, checked in rationals."""
-    sigma = math.sqrt(copies * sensitivity**2 / (2.0 * rho))
+    sigma = _finite("the noise σ", math.sqrt(copies * sensitivity**2 / (2.0 * rho)))
     while Fraction(copies * sensitivity**2) / (2 * Fraction(sigma) ** 2) > Fraction(rho):
         sigma = math.nextafter(sigma, math.inf)
     return sdp.DiscreteGaussian(sigma, sensitivity=sensitivity)

@@ -54,10 +54,18 @@ from sharpdp.mechanisms._samplers import RNGLike
 __all__ = ["Session"]
 
 _TARGETS = (sdp.PureDP, sdp.ApproxDP, sdp.ZCDP, sdp.ApproxZCDP)
-_GRID_BITS = 10  # default grid: (U − L)/2^10 rounded down to a power of two, unless ...
+_GRID_BITS = 20  # default grid: (U − L)/2^20 rounded down to a power of two, unless ...
 _INTEGER_GRID_BITS = 8  # ... the bounds are integers ≥ 2^8 apart (or the column is integer): step 1
 _QUANTILE_CELLS = 1024  # default quantile grid unless integer bounds give step 1 (≤ 2^20 cells)
 _MAX_QUANTILE_CELLS = 2**40
+#: Sums and means: bounds at most this many grid steps from 0, so that a key's total over up to
+#: 2^32 rows (or persons) stays inside int64 on every engine (see ``_bounding.ROW_LIMIT``).
+GRID_LIMIT = 2**31
+#: Sums and means: every released value and interval end stays below this magnitude (2^1000, with
+#: room to 2^1024 for the arithmetic that forms them); bounds or targets that could pass it are
+#: refused before anything runs, as a condition on the parameters alone (an overflow found only
+#: while running would say something about the data).
+RELEASE_LIMIT = 2.0**1000
 #: The share of a workload's ε (or ρ) spent finding undeclared marginal domains.
 DISCOVERY_SHARE = 0.1
 
@@ -152,6 +160,31 @@ def _bounds(value: object) -> tuple[float, float]:
     if not lo < hi:
         raise InvalidParameter(f"bounds must satisfy lower < upper, got {value!r}")
     return lo, hi
+
+
+def _finest_step(lo: float, hi: float) -> float:
+    """The least power of two that puts both bounds within ``GRID_LIMIT`` steps of 0."""
+    ratio = max(abs(lo), abs(hi)) / GRID_LIMIT
+    return 2.0 ** math.ceil(math.log2(ratio)) if ratio > 0.0 else 0.0
+
+
+def _representable(
+    what: str, values: _Values, per_unit: int, noise: _noise.IntegerNoise, unit: float
+) -> None:
+    """Refuse a sum or mean whose released value could overflow double precision.
+
+    A key's total is at most 2^32 rows (or persons) of at most ``per_unit`` grid units each (the
+    int64 design of :data:`GRID_LIMIT`), plus noise below :func:`_noise.magnitude` but with
+    probability 2e^{−800}; in value units the product with ``unit`` must stay below
+    :data:`RELEASE_LIMIT`. A condition on the parameters alone: nothing about the data.
+    """
+    largest = (2.0**32 * per_unit + _noise.magnitude(noise)) * unit
+    if not largest <= RELEASE_LIMIT:
+        raise InvalidParameter(
+            f"{what}({values.column!r}, bounds={values.clamp}): these bounds with this privacy "
+            "target could release values beyond double precision (about 1e301); use narrower "
+            "bounds, or rescale the column"
+        )
 
 
 def _halve(privacy: sdp.Guarantee) -> sdp.Guarantee:
@@ -331,6 +364,20 @@ class Session:
     def _common(self) -> dict[str, Any]:
         return {"source": self._source, "accountant": self._accountant, "privacy_unit": self._unit}
 
+    def _target(self, privacy: object) -> sdp.Guarantee:
+        """The checked privacy target of a query; zCDP targets are refused on a pure-DP budget,
+        which can never pay for them (the discrete Gaussian they call for has no finite pure ε)."""
+        target = _privacy(privacy)
+        if isinstance(self._accountant.budget, sdp.PureDP) and isinstance(
+            target, sdp.ZCDP | sdp.ApproxZCDP
+        ):
+            raise InvalidParameter(
+                f"privacy {target!r}: the budget {self._accountant.budget!r} is pure DP and "
+                "cannot pay for a zCDP target (its Gaussian noise is not pure DP); pass "
+                "privacy=sdp.PureDP(epsilon)"
+            )
+        return target
+
     def _with_selection_delta(self, target: sdp.Guarantee) -> sdp.Guarantee:
         """The target of a query over unknown keys: releasing a key that only one person holds
         needs δ > 0, so a ``PureDP(ε)`` (``ZCDP(ρ)``) target becomes ``ApproxDP(ε, δ_s)``
@@ -374,6 +421,10 @@ class Session:
     def _grid(
         self, integer: bool, lo: float, hi: float, granularity: float | None
     ) -> tuple[float, int, int]:
+        if not math.isfinite(hi - lo):
+            raise InvalidParameter(
+                f"bounds ({lo!r}, {hi!r}) are too far apart: U − L overflows double precision"
+            )
         if granularity is None:
             if (
                 lo.is_integer()
@@ -382,20 +433,23 @@ class Session:
             ):
                 step = 1.0
             else:
-                step = 2.0 ** math.floor(math.log2((hi - lo) / 2.0**_GRID_BITS))
-            # bounds far from 0 need a coarser grid: at most 2^40 steps from 0 to either bound
-            step = max(step, 2.0 ** math.ceil(math.log2(max(abs(lo), abs(hi)) / 2.0**40)))
+                width = (hi - lo) / 2.0**_GRID_BITS
+                step = 2.0 ** math.floor(math.log2(width)) if width > 0.0 else 0.0
+            # bounds far from 0 need a coarser grid: at most GRID_LIMIT steps from 0 to either bound
+            step = max(step, _finest_step(lo, hi))
+            if not step > 0.0:  # bounds a few subnormals apart: no power-of-two grid inside them
+                raise InvalidParameter(f"bounds ({lo!r}, {hi!r}) are too close together for a grid")
         else:
             step = _validate.positive("granularity", granularity)
-        lo_g = math.floor(lo / step + 0.5)
-        hi_g = math.floor(hi / step + 0.5)
+        # rounded inwards, so that clamped values (and a mean) never leave the bounds
+        lo_g = math.ceil(lo / step)
+        hi_g = math.floor(hi / step)
         if hi_g <= lo_g:
             raise InvalidParameter(f"granularity {step!r} is coarser than the bounds ({lo}, {hi})")
-        if max(abs(lo_g), abs(hi_g)) > 2**40:
-            finest = 2.0 ** math.ceil(math.log2(max(abs(lo), abs(hi)) / 2.0**40))
+        if max(abs(lo_g), abs(hi_g)) > GRID_LIMIT:
             raise InvalidParameter(
-                f"granularity {step!r} is too fine for the bounds ({lo}, {hi}): they lie over 2^40 "
-                f"steps from 0; pass granularity >= {finest!r}"
+                f"granularity {step!r} is too fine for the bounds ({lo}, {hi}): they lie over 2^31 "
+                f"steps from 0; pass granularity >= {_finest_step(lo, hi)!r}"
             )
         return step, lo_g, hi_g
 
@@ -455,7 +509,7 @@ class Session:
         Returns:
             The :class:`~sharpdp.data.counts.CountQuery` (run it to release).
         """
-        target = _privacy(privacy)
+        target = self._target(privacy)
         m, _ = self._caps(max_rows, None)
         plan = _noise.calibrate_integer_noise(target, m, 1)
         stat = Statistic("count", plan.mechanism, 1, float(m), plan.route)
@@ -504,7 +558,7 @@ class Session:
         """
         cols = _columns("columns", columns)
         self._check("columns", cols)
-        target = _privacy(privacy)
+        target = self._target(privacy)
         m, kappa = self._caps(max_rows, max_groups)
         salt = self._salt()
         bounding = Bounding(m, kappa, salt)
@@ -639,9 +693,10 @@ class Session:
 
         Values are rounded to a grid of step ``granularity`` (default: 1 for an integer column with
         integer bounds, or for integer bounds at least 2^8 apart; else the power of two just below
-        (U − L)/2^10), so the noise is integer and exact; see :mod:`sharpdp.data.sums`. Rounding
-        moves each value by at most half a step (the interval covers the rounded data). NULL
-        values are skipped.
+        (U − L)/2^20; coarser when a bound lies over 2^31 steps from 0), so the noise is integer
+        and exact; see :mod:`sharpdp.data.sums`. The grid's bounds are rounded inwards, so every
+        clamped value, and a mean, stays within ``bounds``. Rounding moves each value by less
+        than a step (the interval covers the rounded data). NULL values are skipped.
 
         Two ways to bound a person's contribution to one key's sum:
 
@@ -670,7 +725,7 @@ class Session:
         Raises:
             InvalidParameter: ``clamp`` is neither, or ``max_rows`` is given with ``"person"``.
         """
-        target = _privacy(privacy)
+        target = self._target(privacy)
         if clamp not in ("row", "person"):
             raise InvalidParameter(f"clamp must be 'row' or 'person', got {clamp!r}")
         if clamp == "person" and max_rows is not None:
@@ -683,6 +738,7 @@ class Session:
         rows = 1 if clamp == "person" else v.max_rows
         sens = rows * max(abs(lo_g), abs(hi_g))
         plan = _noise.calibrate_integer_noise(target, sens, v.copies)
+        _representable("sum", v, max(abs(lo_g), abs(hi_g)), plan.mechanism, step)
         stat = Statistic("sum", plan.mechanism, v.copies, float(sens), plan.route, unit=step)
         return self._value_query(
             SumQuery, "sum", target, v, (stat,), clamp_per=clamp, noise=plan.mechanism
@@ -709,7 +765,7 @@ class Session:
         Returns:
             The :class:`~sharpdp.data.sums.MeanQuery`.
         """
-        target = _privacy(privacy)
+        target = self._target(privacy)
         v = self._value_setup(column, bounds, by, keys, max_rows, max_groups, granularity)
         step, lo_g, hi_g = v.grid
         m, copies = v.max_rows, v.copies
@@ -717,6 +773,7 @@ class Session:
         sum_sens = m * (hi_g - lo_g)
         sum_plan = _noise.calibrate_integer_noise(half, sum_sens, copies)
         count_plan = _noise.calibrate_integer_noise(half, m, copies)
+        _representable("mean", v, hi_g - lo_g, sum_plan.mechanism, step / 2.0)
         return self._value_query(
             MeanQuery,
             "mean",
@@ -793,7 +850,7 @@ class Session:
             InvalidParameter: q outside [0, 1], bad bounds or cells, a non-numeric or unknown
                 column, ``by`` without public ``keys``, or a bad target.
         """
-        target = _privacy(privacy)
+        target = self._target(privacy)
         qq = _validate.real("q", q)
         if not 0.0 <= qq <= 1.0:
             raise InvalidParameter(f"q must be in [0, 1], got {qq!r}")
@@ -801,8 +858,6 @@ class Session:
             raise InvalidParameter(f"column must be a column name, got {column!r}")
         integer = self._numeric(column, "for a quantile")
         lo, hi = _bounds(bounds)
-        if not math.isfinite(hi - lo):
-            raise InvalidParameter(f"bounds must be finite, got {bounds!r}")
         if cells is None:
             step_one = lo.is_integer() and hi.is_integer() and hi - lo <= 2**20
             if step_one and (integer or hi - lo >= 2.0**_INTEGER_GRID_BITS):
@@ -813,6 +868,13 @@ class Session:
             n_cells = _validate.integer("cells", cells, minimum=1)
             if n_cells > _MAX_QUANTILE_CELLS:
                 raise InvalidParameter(f"cells must be <= 2**40, got {n_cells}")
+        # the engine computes (x − L)·cells/(U − L): an overflow there would fail only when a row
+        # exists, a signal about the data, so such bounds are refused from the parameters alone
+        if not math.isfinite((hi - lo) * n_cells):
+            raise InvalidParameter(
+                f"bounds ({lo!r}, {hi!r}) are too far apart for {n_cells} cells: (U − L)·cells "
+                "overflows double precision; narrow the bounds or pass fewer cells"
+            )
         m, kappa = self._caps(max_rows, max_groups)
         cols, public = self._by(
             by,
@@ -930,7 +992,7 @@ class Session:
             InvalidParameter: bad k, keys, columns or caps; unknown keys with a target or a budget
                 without δ > 0.
         """
-        target = _privacy(privacy)
+        target = self._target(privacy)
         kk = _validate.integer("k", k, minimum=1)
         if keys is None:
             return self._top_k_unknown(column, kk, target, max_groups, max_rows, by, by_keys, k_bar)
@@ -1060,7 +1122,7 @@ class Session:
         Returns:
             The :class:`~sharpdp.data.selection.SelectBestQuery`.
         """
-        target = _privacy(privacy)
+        target = self._target(privacy)
         candidates, _, _ = self._selection_setup(column, keys, None, None)
         kappa = self._caps(None, max_groups)[1]
         # an ApproxZCDP(ρ, δ) target is met by a ρ-zCDP selection, which needs no δ
@@ -1158,7 +1220,7 @@ class Session:
                 f"got {workload!r}"
             )
         self._check("workload", workload.columns)
-        target = _privacy(privacy)
+        target = self._target(privacy)
         m = self._caps(max_rows, None)[0]
         workload = self._typed_workload(workload)
         unknown = workload.needs_domains

@@ -1,7 +1,8 @@
 """Sums and means of a clamped numeric column, in total or per public key.
 
-Values are clamped per row to [L, U] and rounded to a grid of step g (``floor(x/g + ½)`` in the
-engine), so every summed value is an integer v ∈ [L_g, U_g], L_g = round(L/g), U_g = round(U/g); the
+Values are clamped per row to [g·L_g, g·U_g] ⊆ [L, U] and rounded to a grid of step g
+(``floor(x/g + ½)`` in the engine), so every summed value is an integer v ∈ [L_g, U_g],
+L_g = ⌈L/g⌉, U_g = ⌊U/g⌋ (rounded inwards, so that a clamped value never leaves [L, U]); the
 released sum is g·(Σv + Z) with integer noise Z (exact samplers; no floating-point noise). Rows
 whose value is NULL (or NaN) are dropped first (a row-wise filter, which preserves the add/remove-one-person
 relation). Under add/remove of a person with ≤ m rows per key (and ≤ κ keys):
@@ -51,9 +52,7 @@ class _ValueQuery(Query):
     grid: tuple[float, int, int]
 
     def _pairs(self) -> Any:
-        step = self.grid[0]
-        assert self.bounding.clamp is not None
-        lower, upper = self.bounding.clamp
+        step, lo_g, hi_g = self.grid
         table = _bounding.valued_rows(self.source.table, self.column, self.keys, self.public)
         if self.bounding.clamp_per == "person":
             return _bounding.per_person_total(
@@ -65,7 +64,8 @@ class _ValueQuery(Query):
                 max_groups=self.bounding.max_groups,
                 salt=self.bounding.salt,
             )
-        value = _bounding.clamped_grid(table[self.column], lower, upper, step)
+        # clamped to the grid's own bounds (inside the bounds): x/step then lies in [L_g, U_g]
+        value = _bounding.clamped_grid(table[self.column], lo_g * step, hi_g * step, step)
         return _bounding.per_person_key(
             table, self.privacy_unit, self.keys, value=value, **self._bounding_kwargs()
         )

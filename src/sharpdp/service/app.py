@@ -27,6 +27,7 @@ large), 422 (a malformed body or a parameter the data layer refuses), 503 (ledge
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -40,7 +41,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import sharpdp as sdp
@@ -55,6 +56,7 @@ from sharpdp.accounting.ledger import (
 )
 from sharpdp.cli.budget import Cost, spend_cost
 from sharpdp.service import calculator, pages, spelling
+from sharpdp.service._body import Body
 from sharpdp.service._db import Database
 from sharpdp.service.auth import Analyst, Authenticator
 from sharpdp.service.config import ServiceConfig, check_period, example_config, load
@@ -83,6 +85,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+_log = logging.getLogger("sharpdp.service")
 
 
 class Guard:
@@ -129,10 +132,13 @@ class Guard:
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
         sent = False
+        started = False
         start = time.perf_counter()
 
         async def timed(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 total = (time.perf_counter() - start) * 1000.0
                 timing = f"app;dur={total:.3f}"
                 parts = scope.get("state", {}).get("timings", {})
@@ -150,7 +156,15 @@ class Guard:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, timed)
+        try:
+            await self.app(scope, replay, timed)
+        except Exception as exc:
+            # a bug: logged for the operator, answered as JSON, the connection kept open
+            # (Starlette's own last-resort handler re-raises, which drops the connection)
+            if started:
+                raise
+            _log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
+            await _error(500, f"internal error ({type(exc).__name__})")(scope, replay, send)
 
 
 async def _too_large(send: Send, message: str, status: int) -> None:
@@ -170,27 +184,24 @@ async def _too_large(send: Send, message: str, status: int) -> None:
 
 
 # -- bodies and answers ---------------------------------------------------------------------------
-class NewAnalyst(BaseModel):
+class NewAnalyst(Body):
     """``POST /admin/analysts``."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     name: str = Field(min_length=1, max_length=64, examples=["ana"])
     budget: str | None = Field(None, max_length=128, examples=["approx:1,1e-6"])
     period: str | None = Field(None, max_length=16, examples=["month"])
     ttl_seconds: float | None = Field(None, gt=0, description="token lifetime (default: none)")
 
 
-class NewToken(BaseModel):
+class NewToken(Body):
     """``POST /admin/analysts/{name}/tokens``."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     ttl_seconds: float | None = Field(None, gt=0)
 
 
-class NewBudget(BaseModel):
+class NewBudget(Body):
     """``PUT /admin/analysts/{name}/budget``."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     budget: str = Field(min_length=1, max_length=128, examples=["approx:2,1e-6"])
     reason: str = Field("changed by the admin through sharpdp serve", min_length=1, max_length=500)
 
@@ -428,15 +439,21 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
         ledger with the reason, the budget of its current account (never below what is spent:
         409)."""
         new = spelling.budget(body.budget, "budget")
-        period_kind = service.auth.policy(name)[1]
+        old_budget, period_kind = service.auth.policy(name)
         period = period_label(period_kind)
-        if service.ledger.budget(name, period) is not None:
-            with sdp.Accountant(None, service.ledger, name, period=period) as account:
-                try:
-                    account.set_budget(new, reason=body.reason)
-                except sdp.BudgetExceeded as err:
-                    raise Conflict(str(err)) from None
+        # The policy first: requests authenticated from now on open accounts with it. One
+        # authenticated before may still open the current account with the old budget, so the
+        # account is opened here if it has none, and whatever budget is then in force is replaced:
+        # when this returns, the new budget is the one in force.
         service.auth.set_policy(name, body.budget)
+        try:
+            service.ledger.open_account(name, period, new, reason=body.reason)
+            with sdp.Accountant(None, service.ledger, name, period=period) as account:
+                if account.budget != new:
+                    account.set_budget(new, reason=body.reason)
+        except sdp.BudgetExceeded as err:
+            service.auth.set_policy(name, old_budget)
+            raise Conflict(str(err)) from None
         return {"name": name, "budget": body.budget, "period": period}
 
     # -- analysts ---------------------------------------------------------------------------------
@@ -583,7 +600,9 @@ def _handlers(app: FastAPI) -> None:
         for e in errors[:5]:
             where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
             parts.append(f"{where}: {e.get('msg', 'invalid')}" if where else e.get("msg", ""))
-        return _error(422, "; ".join(parts) or "invalid request", detail=jsonable_encoder(errors))
+        # the offending input is not echoed: it may be NaN or ±Infinity, which JSON cannot carry
+        detail = [{k: e[k] for k in ("type", "loc", "msg") if k in e} for e in errors]
+        return _error(422, "; ".join(parts) or "invalid request", detail=jsonable_encoder(detail))
 
     @app.exception_handler(ServiceError)
     async def refused(_: Request, exc: ServiceError) -> JSONResponse:
@@ -613,9 +632,6 @@ def _handlers(app: FastAPI) -> None:
     async def http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, str(exc.detail))
 
-    @app.exception_handler(Exception)
-    async def bug(_: Request, exc: Exception) -> JSONResponse:
-        return _error(500, f"internal error ({type(exc).__name__})")
 
 
 def app_from_environment() -> FastAPI:

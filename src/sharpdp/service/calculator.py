@@ -30,12 +30,13 @@ from typing import Any
 
 import typer
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 import sharpdp as sdp
 from sharpdp._format import upper
 from sharpdp.cli._common import item_kinds, parse_guarantee, parse_item
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
+from sharpdp.service._body import Body
 from sharpdp.service.errors import ServiceError
 
 __all__ = [
@@ -78,18 +79,16 @@ class Busy(ServiceError):
     status = 503
 
 
-class Entry(BaseModel):
+class Entry(Body):
     """One item of the composition and how many times it runs."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     item: str = Field(min_length=1, max_length=64, examples=["gaussian:5"])
     count: int = Field(1, ge=1, le=MAX_COUNT)
 
 
-class ComposeBody(BaseModel):
+class ComposeBody(Body):
     """``POST /calculator/compose``."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
     items: list[Entry] = Field(min_length=1, max_length=MAX_ITEMS)
     delta: float = Field(1e-6, ge=0.0, lt=1.0, description="report ε at this δ")
     adaptive: bool = Field(True, description="false: a batch fixed in advance (allows DDR20)")

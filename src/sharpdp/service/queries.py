@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 import sharpdp as sdp
 from sharpdp.data.release import Release
+from sharpdp.service._body import Body
 
 __all__ = ["QUERIES", "QueryKind", "QueryRequest", "build", "explanation", "release_payload"]
 
@@ -32,8 +33,7 @@ Cap = Annotated[int, Field(ge=1, le=1_000_000)]
 Bounds = Annotated[list[float], Field(min_length=2, max_length=2, description="[lower, upper]")]
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class _Body(Body):
 
     dataset: str = Field(min_length=1, max_length=128, description="a served data set")
     privacy: str = Field(
