@@ -109,7 +109,7 @@ BAD_QUERIES: list[tuple[str, Callable[[Any], Any], str]] = [
     (
         "MWEM domain of ints, text column",
         lambda s: s.mwem(
-            sdp.data.marginals(["fruit"], way=1, domains={"fruit": [1, 2]}), privacy=sdp.ZCDP(1)
+            sdp.data.marginals(["fruit"], way=1, domains={"fruit": [1, 2]}), privacy=sdp.PureDP(1)
         ),
         r"domains\['fruit'\]",
     ),

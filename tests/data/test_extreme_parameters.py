@@ -57,6 +57,13 @@ REFUSED = [
     "s.count(privacy=sdp.PureDP(1e-320), max_rows=1)",
     "s.count(privacy=sdp.ZCDP(1e-320), max_rows=1)",
     "s.sum('x', bounds=(0, 1), privacy=sdp.PureDP(1e-310), max_rows=1)",
+    # workloads and MWEM calibrate their own noise: ε = 0 divided by zero there
+    "s.answer(sdp.data.marginals(['x'], way=1, domains={'x': [0.0, 1.0]}), "
+    "privacy=sdp.PureDP(0.0))",
+    "s.mwem(sdp.data.marginals(['x'], way=1, domains={'x': [0.0, 1.0]}), "
+    "privacy=sdp.ApproxDP(0.0, 1e-7))",
+    "s.answer(sdp.data.marginals(['x'], way=1, domains={'x': [0.0, 1.0]}), "
+    "privacy=sdp.PureDP(1e-310))",
 ]
 
 

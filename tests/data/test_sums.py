@@ -212,14 +212,15 @@ def test_zcdp_mean_with_a_wide_discrete_gaussian_is_priced_and_spent(small: pd.D
 
 
 def test_bounds_far_from_zero_get_a_coarser_grid(small: pd.DataFrame, reference: type) -> None:
-    """Integer bounds of span ≥ 2^8 take step 1, unless a bound lies over 2^31 steps from 0:
-    then the step is the least power of two that keeps both within 2^31 (bounds (0, 10^15):
+    """Bounds far from 0 take the least power of two that keeps both within 2^31 steps of 0
+    (bounds (10^15 − 2^22, 10^15): the (U − L)/2^20 grid would be step 4, but 10^15/2^31 needs
     2^ceil(log2(10^15/2^31)) = 2^19). A granularity given too fine says which is the finest."""
+    lo, hi = 10**15 - 2**22, 10**15
     # Δ = 2·⌊10^15/2^19⌋ ≈ 3.8e9 steps; ε = 1e14: scale 4e-5, P[Z ≠ 0] < 1e-1000
     s = sdp.data.Session(small, "person", sdp.PureDP(1e15), seed=3)
-    q = s.sum("amount", bounds=(0, 10**15), privacy=sdp.PureDP(1e14), max_rows=2)
+    q = s.sum("amount", bounds=(lo, hi), privacy=sdp.PureDP(1e14), max_rows=2)
     assert q.bounding.step == 2.0**19
-    kept = _kept_values(small, reference, [], 0, 10**15, 2.0**19, 2, 1, q.bounding.salt)
+    kept = _kept_values(small, reference, [], lo, hi, 2.0**19, 2, 1, q.bounding.salt)
     assert q.run(rng=0).to_pandas()["sum"].iloc[0] == kept["v"].sum() * 2.0**19
     with pytest.raises(sdp.InvalidParameter, match=r"granularity >= 524288\.0"):
-        s.sum("amount", bounds=(0, 10**15), privacy=sdp.PureDP(1.0), granularity=1.0)
+        s.sum("amount", bounds=(lo, hi), privacy=sdp.PureDP(1.0), granularity=1.0)

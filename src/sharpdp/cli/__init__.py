@@ -79,8 +79,12 @@ def main() -> None:
     except Exception as err:  # a bug: still one line, the traceback with --debug
         if _DEBUG["on"]:
             raise
+        lines = str(err).strip().splitlines()  # an engine's error may run to many lines
+        first = lines[0] if lines else ""
         _fail(
-            escape(f"unexpected {type(err).__name__}: {err} (run with --debug for the traceback)"),
+            escape(
+                f"unexpected {type(err).__name__}: {first} (run with --debug for the traceback)"
+            ),
             1,
         )
     if isinstance(code, int) and code:

@@ -160,6 +160,8 @@ _NUMBER = re.compile(r"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf|infi
 def parse_number(text: str, name: str, integer: bool, where: str) -> float | int:
     """``text`` as a number (an ``int`` if ``integer``); ``typer.BadParameter`` naming ``where``
     and ``name`` for anything else, NaN included."""
+    if text.strip().lower() == "nan":
+        raise typer.BadParameter(f"{where}: {name} must be a number, got NaN")
     if not _NUMBER.fullmatch(text.strip()):  # float() would also take "1_0" and non-ASCII digits
         raise typer.BadParameter(f"{where}: {name} must be a number, got {text!r}")
     value = float(text)

@@ -201,6 +201,17 @@ def _budget(text: str | None, ledger: Path | None, analyst: str) -> sdp.Guarante
     return parse_guarantee(DEFAULT_BUDGET, "--budget")
 
 
+def _recorded(ledger: Path, analyst: str) -> bool:
+    """Whether the ledger exists and records a budget for the analyst."""
+    if not ledger.exists():
+        return False
+    try:
+        with sdp.Accountant(None, str(ledger), analyst):
+            return True
+    except sdp.InvalidParameter:
+        return False
+
+
 @app.command()
 def query(
     file: Annotated[
@@ -337,10 +348,13 @@ def _run(
 ) -> None:
     """Open the session, build the query, then price it (``explain``) or run it and print."""
     ledger, seed, analyst = (session_options[k] for k in ("ledger", "seed", "analyst"))
+    budget = _budget(session_options["budget"], ledger, analyst)
+    if explain and ledger is not None and not _recorded(ledger, analyst):
+        ledger = None  # pricing writes nothing: no ledger file, no budget recorded for the analyst
     session = sdp.data.Session(
         str(file),
         privacy_unit=session_options["privacy_unit"],
-        budget=_budget(session_options["budget"], ledger, analyst),
+        budget=budget,
         ledger=None if ledger is None else str(ledger),
         analyst=analyst,
         null_units=session_options["null_units"],

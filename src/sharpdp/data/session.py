@@ -23,7 +23,7 @@ import os
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -54,10 +54,13 @@ from sharpdp.mechanisms._samplers import RNGLike
 __all__ = ["Session"]
 
 _TARGETS = (sdp.PureDP, sdp.ApproxDP, sdp.ZCDP, sdp.ApproxZCDP)
-_GRID_BITS = 20  # default grid: (U − L)/2^20 rounded down to a power of two, unless ...
-_INTEGER_GRID_BITS = 8  # ... the bounds are integers ≥ 2^8 apart (or the column is integer): step 1
+_GRID_BITS = 20  # sums and means: (U − L)/2^20 rounded down to a power of two (integer columns: 1)
+_INTEGER_GRID_BITS = 8  # quantiles: step 1 for integer bounds ≥ 2^8 apart (or an integer column)
 _QUANTILE_CELLS = 1024  # default quantile grid unless integer bounds give step 1 (≤ 2^20 cells)
 _MAX_QUANTILE_CELLS = 2**40
+#: The least ε (or ρ) of a query's target: below it the noise is beyond any use (and its scale
+#: would overflow double precision near the subnormals).
+MIN_PRIVACY = 1e-100
 #: Sums and means: bounds at most this many grid steps from 0, so that a key's total over up to
 #: 2^32 rows (or persons) stays inside int64 on every engine (see ``_bounding.ROW_LIMIT``).
 GRID_LIMIT = 2**31
@@ -368,6 +371,15 @@ class Session:
         """The checked privacy target of a query; zCDP targets are refused on a pure-DP budget,
         which can never pay for them (the discrete Gaussian they call for has no finite pure ε)."""
         target = _privacy(privacy)
+        name, value = (
+            ("rho", target.rho)
+            if isinstance(target, sdp.ZCDP | sdp.ApproxZCDP)
+            else ("epsilon", cast(Any, target).epsilon_)
+        )
+        if not value >= MIN_PRIVACY:  # the noise would be over 1e100 times the sensitivity
+            raise InvalidParameter(
+                f"privacy must have {name} ≥ {MIN_PRIVACY:g} (> 0), got {target!r}"
+            )
         if isinstance(self._accountant.budget, sdp.PureDP) and isinstance(
             target, sdp.ZCDP | sdp.ApproxZCDP
         ):
@@ -426,12 +438,8 @@ class Session:
                 f"bounds ({lo!r}, {hi!r}) are too far apart: U − L overflows double precision"
             )
         if granularity is None:
-            if (
-                lo.is_integer()
-                and hi.is_integer()
-                and (integer or hi - lo >= 2.0**_INTEGER_GRID_BITS)
-            ):
-                step = 1.0
+            if integer and lo.is_integer() and hi.is_integer():
+                step = 1.0  # integer values on an integer grid: no rounding at all
             else:
                 width = (hi - lo) / 2.0**_GRID_BITS
                 step = 2.0 ** math.floor(math.log2(width)) if width > 0.0 else 0.0
@@ -692,7 +700,7 @@ class Session:
         """The sum of ``column`` clamped to ``bounds`` (per public key with ``by``).
 
         Values are rounded to a grid of step ``granularity`` (default: 1 for an integer column with
-        integer bounds, or for integer bounds at least 2^8 apart; else the power of two just below
+        integer bounds; else the power of two just below
         (U − L)/2^20; coarser when a bound lies over 2^31 steps from 0), so the noise is integer
         and exact; see :mod:`sharpdp.data.sums`. The grid's bounds are rounded inwards, so every
         clamped value, and a mean, stays within ``bounds``. Rounding moves each value by less
