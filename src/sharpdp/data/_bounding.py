@@ -48,6 +48,7 @@ __all__ = [
     "INLINE_KEYS",
     "RESERVED_PREFIX",
     "UNIT",
+    "blank_outside",
     "clamped_grid",
     "grid_position",
     "group",
@@ -220,6 +221,23 @@ def restrict_keys(table: Any, columns: Sequence[str], keys: Sequence[tuple[Any, 
         for key in keys
     ]
     return table.filter(ibis.or_(*clauses))
+
+
+def blank_outside(table: Any, column: str, values: Sequence[Any]) -> Any:
+    """``table`` with ``column`` set to NULL where its value is not one of ``values`` (a row-wise
+    map: no row is dropped, so the row still counts where ``column`` does not matter)."""
+    ibis = _engine.ibis()
+    col = table[column]
+    null = ibis.null(col.type())
+    if len(values) > INLINE_KEYS:  # a long IN-list is slow to compile: a left join marks the rows
+        hits = key_table(table, (column,), [(v,) for v in values]).mutate(_sdp_hit=1)
+        joined = table.left_join(hits, column)
+        kept = joined["_sdp_hit"].notnull().ifelse(joined[column], null)
+        return joined.select(*[c for c in table.columns if c != column], **{column: kept})[
+            list(table.columns)
+        ]
+    inside = col.isin([typed_literal(col, v) for v in values])
+    return table.mutate(**{column: inside.ifelse(col, null)})
 
 
 def valued_rows(

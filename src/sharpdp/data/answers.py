@@ -230,7 +230,8 @@ def discover(
 ) -> dict[str, tuple[Any, ...]]:
     """Run the partition selections that find undeclared domains (already paid for by the
     query that holds them): each column's released keys but NULL, sorted. If a column's come
-    back empty, warn that ``result`` (what the caller releases) is empty: the spend stands."""
+    back empty, warn that ``result`` (what the caller releases) has no cell over it: the spend
+    stands."""
     found: dict[str, tuple[Any, ...]] = {}
     for column, sub in discovery:
         # NULL is not a value of a domain (rows with NULL there are in no cell): dropping its
@@ -241,8 +242,8 @@ def discover(
     if empty:  # a legitimately empty release: say so rather than return it silently
         warnings.warn(
             f"no value of column(s) {empty} passed the partition selection's threshold: "
-            f"{result} is empty (its spend is recorded); declare domains= or give the query "
-            "more privacy budget",
+            f"{result} has no cell over them (its spend is recorded); declare domains= or give "
+            "the query more privacy budget",
             UserWarning,
             stacklevel=5,
         )
@@ -255,32 +256,46 @@ def cell_table(
     domains: Mapping[str, tuple[Any, ...]],
     max_rows: int,
     salt: str,
+    *,
+    whole_rows: bool = False,
 ) -> pd.DataFrame:
     """The bounded cell table, computed in the engine: one row per combination of the workload's
     columns present, with ``count`` (persons, each keeping ≤ ``max_rows`` distinct combinations).
 
-    Rows outside a declared (or discovered) categorical domain are filtered out first, numeric
-    columns with :class:`Bins` are replaced by their bin (label) — row-wise maps, so neighbouring
-    tables stay neighbouring. Each person's distinct combinations are ranked by the seeded hash and
-    the first ``max_rows`` kept (:func:`sharpdp.data._bounding.per_person_key`).
+    A value outside a declared (or discovered) categorical domain, and a NULL or NaN under
+    :class:`Bins`, becomes NULL: the row still counts in every query that does not look at that
+    column (a marginal of the other columns, a predicate without it). With ``whole_rows`` (MWEM,
+    whose synthetic data lives on the product of the domains) such rows are dropped instead.
+    Numeric columns with :class:`Bins` are replaced by their bin (label). All row-wise maps, so
+    neighbouring tables stay neighbouring. Each person's distinct combinations are ranked by the
+    seeded hash and the first ``max_rows`` kept (:func:`sharpdp.data._bounding.per_person_key`).
     """
     ibis = _engine.ibis()
     t = query.source.table
-    for c in workload.columns:  # row-wise filters first: NULL/NaN bins, values off the domain
+    for c in workload.columns:
         dom = workload.domain(c)
         if isinstance(dom, Bins):
-            x = t[c].cast("float64")
-            t = t.filter(x.notnull() & ~x.isnan())
+            if whole_rows:
+                x = t[c].cast("float64")
+                t = t.filter(x.notnull() & ~x.isnan())
         elif c in domains:
-            t = _bounding.restrict_keys(t, (c,), [(v,) for v in domains[c]])
+            values = [(v,) for v in domains[c]]
+            if whole_rows:
+                t = _bounding.restrict_keys(t, (c,), values)
+            else:
+                t = _bounding.blank_outside(t, c, domains[c])
     unit = query.privacy_unit
     cols: dict[str, Any] = {} if unit is None else {unit: t[unit]}
     for c in workload.columns:
         dom = workload.domain(c)
         if isinstance(dom, Bins):
             width = (dom.upper - dom.lower) / dom.count
-            x = t[c].cast("float64").clip(lower=dom.lower, upper=dom.upper)
-            cols[c] = ibis.least(((x - dom.lower) / width).floor().cast("int64"), dom.count - 1)
+            x = t[c].cast("float64")
+            valued = x.notnull() & ~x.isnan()
+            # NaN never reaches the cast (it would fail in the engine, only when such a row exists)
+            safe = valued.ifelse(x, dom.lower).clip(lower=dom.lower, upper=dom.upper)
+            code = ibis.least(((safe - dom.lower) / width).floor().cast("int64"), dom.count - 1)
+            cols[c] = valued.ifelse(code, ibis.null("int64"))
         else:
             cols[c] = t[c]
     rows = t.select(**cols)
@@ -297,8 +312,11 @@ def cell_table(
     for c in workload.columns:
         dom = workload.domain(c)
         if isinstance(dom, Bins):
-            labels = np.asarray(dom.labels)
-            frame[c] = labels[frame[c].to_numpy(np.int64)]
+            codes = frame[c]
+            present = codes.notna().to_numpy()
+            labels = np.full(len(frame), np.nan)  # a row without a bin: NaN, in no bin's query
+            labels[present] = np.asarray(dom.labels)[codes[present].to_numpy(np.int64)]
+            frame[c] = labels
     return frame[[*workload.columns, "count"]]
 
 

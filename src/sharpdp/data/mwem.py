@@ -444,7 +444,9 @@ class MWEMQuery(Query):
                 "budget is spent (a domain found privately is known only after its paid "
                 "discovery) — declare smaller domains= to have this checked before"
             )
-        return cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt)
+        return cell_table(
+            self, self.workload, domains, self.max_rows, self.bounding.salt, whole_rows=True
+        )
 
     def _finish(
         self, data: tuple[dict[str, tuple[Any, ...]], pd.DataFrame] | None, rng: np.random.Generator

@@ -278,13 +278,15 @@ class Marginals(Workload):
         codes = {
             c: pd.Categorical(cells[c], categories=list(domains[c])).codes for c in self.columns
         }
-        inside = np.all([codes[c] >= 0 for c in self.columns], axis=0) if len(cells) else []
-        weights = cells["count"].to_numpy(np.float64)[inside]
+        counts = cells["count"].to_numpy(np.float64)
         answers = []
         for subset in self.subsets:
+            # a cell counts in a marginal when its values of *that marginal's* columns are in
+            # their domains (NULL or off-domain elsewhere does not matter)
+            inside = np.all([codes[c] >= 0 for c in subset], axis=0)
             shape = tuple(len(domains[c]) for c in subset)
             flat = np.ravel_multi_index(tuple(codes[c][inside] for c in subset), shape)
-            answers.append(np.bincount(flat, weights=weights, minlength=math.prod(shape)))
+            answers.append(np.bincount(flat, weights=counts[inside], minlength=math.prod(shape)))
         values = np.concatenate(answers) if answers else np.zeros(0)
         return self._rows(domains), values.astype(np.float64)
 
