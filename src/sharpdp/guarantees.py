@@ -205,6 +205,13 @@ class Guarantee:
         a = _validate.order("alpha", alpha)
         return max(0.0, _evaluate(self._renyi, a, "renyi(alpha)", self))
 
+    def exact_pair(self) -> tuple[Fraction, Fraction] | None:
+        """(ε, δ) as exact rationals when the guarantee is exactly (ε, δ)-DP for known rationals
+        (an ``ApproxDP``, a ``PureDP``, a discrete Laplace's Δ/t), else ``None``. Lets basic
+        composition sum before rounding: 3 × (1/3) is 1, where the rounded-up floats of 1/3 sum
+        to just over 1."""
+        return None
+
     def group(self, k: int) -> Guarantee:
         """The guarantee for groups of ``k`` individuals (inputs differing in up to k records)."""
         kk = _validate.integer("k", k, minimum=1)
@@ -293,6 +300,9 @@ class PureDP(Guarantee):
     def _group(self, k: int) -> PureDP:
         return PureDP(k * self.epsilon_)  # Dwork–Roth 2014, Thm 2.2
 
+    def exact_pair(self) -> tuple[Fraction, Fraction] | None:
+        return None if math.isinf(self.epsilon_) else (Fraction(self.epsilon_), Fraction(0))
+
 
 @dataclass(frozen=True, slots=True)
 class ApproxDP(Guarantee):
@@ -316,6 +326,11 @@ class ApproxDP(Guarantee):
             self, "epsilon_", _validate.nonnegative("epsilon", epsilon, allow_inf=True)
         )
         object.__setattr__(self, "delta_", _validate.probability("delta", delta))
+
+    def exact_pair(self) -> tuple[Fraction, Fraction] | None:
+        if math.isinf(self.epsilon_):
+            return None
+        return Fraction(self.epsilon_), Fraction(self.delta_)
 
     def _renyi(self, alpha: float) -> float:
         return math.inf if self.delta_ > 0 else _divergences.rr_renyi(self.epsilon_, alpha)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import textwrap
@@ -189,3 +190,36 @@ def test_an_engine_failure_spends_nothing(small: pd.DataFrame, tmp_path: Path, b
     with pytest.raises(Exception, match=r"small\.parquet"):
         q.run(rng=0)
     assert s.accountant.history() == ()
+
+
+@pytest.mark.parametrize("kappa", [3, 5, 6, 7])
+def test_a_query_at_exactly_the_whole_budget_fits(kappa: int) -> None:
+    """κ copies of the discrete Laplace of scale κ are exactly 1-DP (κ·(1/κ) = 1): at
+    PureDP(1) on a PureDP(1) budget the spend fits (the rounded-up floats of 1/κ summed to
+    1.0000000000000002 and refused it)."""
+    df = pd.DataFrame({"person": [0, 1, 2], "a": [0, 1, 1]})
+    s = sdp.data.Session(df, "person", sdp.PureDP(1.0))
+    q = s.count_by("a", keys=list(range(8)), privacy=sdp.PureDP(1.0), max_groups=kappa)
+    q.run(rng=0)
+    assert s.accountant.spent() == 1.0
+
+
+@pytest.mark.parametrize(
+    ("target", "mechanism"),
+    [
+        (sdp.PureDP(1.0), "auto"),
+        (sdp.ZCDP(0.5), "laplace"),
+        (sdp.ZCDP(0.07), "auto"),
+        (sdp.ApproxDP(1.0, 1e-6), "gaussian"),
+    ],
+)
+def test_a_workload_at_exactly_the_whole_budget_fits(target: sdp.Guarantee, mechanism: str) -> None:
+    """Workloads of C = 1…6 one-way marginals, m = 1…3 rows per person, at a target equal to
+    the budget: each is calibrated to meet it, so the accountant must accept it (29 of these
+    were refused by an ulp)."""
+    for c, m in itertools.product(range(1, 7), (1, 2, 3)):
+        cols = [f"c{i}" for i in range(c)]
+        df = pd.DataFrame({"person": [0, 0, 0, 1, 1, 1], **{x: [0, 1, 0, 1, 0, 1] for x in cols}})
+        w = sdp.data.marginals(cols, way=1, domains={x: [0, 1] for x in cols})
+        s = sdp.data.Session(df, "person", target)
+        s.answer(w, privacy=target, max_rows=m, mechanism=mechanism, rng=0)

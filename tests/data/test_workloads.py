@@ -9,6 +9,7 @@ the sum of its parts' ρ (or ε).
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import math
 
@@ -539,3 +540,18 @@ def test_mwem_drops_rows_off_the_product_domain() -> None:
     w = sdp.data.marginals(["a", "b"], way=1, domains={"a": [0, 1], "b": ["x", "y"]})
     syn = s.mwem(w, privacy=sdp.PureDP(1e8), rng=0)
     assert abs(float(syn.to_pandas()["count"].sum()) - 3.0) < 0.05
+
+
+def test_synthetic_answers_type_values_as_the_session_does() -> None:
+    """Dates given as text (or datetime.date) answer the synthetic data's Timestamp cells, and the
+    workload it was built from (date domains as text) is answered, not refused."""
+    df = pd.DataFrame({"day": pd.to_datetime(["2020-01-01"] * 30 + ["2020-01-02"] * 10)})
+    s = sdp.data.Session(df, privacy_unit=None, budget=sdp.ZCDP(1e4))
+    w = sdp.data.marginals(["day"], way=1, domains={"day": ["2020-01-01", "2020-01-02"]})
+    syn = s.mwem(w, privacy=sdp.ZCDP(1e3), rng=0)
+    cells = syn.to_pandas()
+    first = float(cells.loc[cells["day"] == pd.Timestamp("2020-01-01"), "count"].sum())
+    for value in ("2020-01-01", datetime.date(2020, 1, 1)):
+        got = syn.answer(sdp.data.predicates({"q": {"day": value}}))
+        assert float(got["count"].iloc[0]) == first
+    assert syn.answer(w)["count"].sum() == pytest.approx(float(cells["count"].sum()))

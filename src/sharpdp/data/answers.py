@@ -22,6 +22,7 @@ computed exactly) at the same target; ``explain()`` shows both.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import warnings
@@ -85,6 +86,26 @@ def _pure_to_rho(epsilon: float) -> float:
     return z.rho
 
 
+def _fits_rho(t: float, m: int, c: int, rho: float) -> bool:
+    """Whether the zCDP charge of the discrete Laplace of scale ``t`` for C answers (of Δ = m)
+    is ≤ ρ in the accountant's exact rational sum of each item's (float) ρ."""
+    if m == 1:
+        z = sdp.convert(sdp.DiscreteLaplace(t), sdp.ZCDP)
+        assert isinstance(z, sdp.ZCDP)
+        return c * Fraction(z.rho) <= Fraction(rho)
+    return Fraction(c * _pure_to_rho(m / t)) <= Fraction(rho)
+
+
+def _within(law: sdp.Gaussian, target: sdp.Guarantee) -> bool:
+    """Whether one run of ``law`` meets ``target`` as the accountant composes it."""
+    if isinstance(target, sdp.ZCDP):
+        z = sdp.convert(law, sdp.ZCDP)
+        assert isinstance(z, sdp.ZCDP)
+        return Fraction(z.rho) <= Fraction(target.rho)
+    assert isinstance(target, sdp.ApproxDP)
+    return sdp.compose([(law, 1)], adaptive=True).epsilon_bound(target.delta_) <= target.epsilon_
+
+
 def _laplace(privacy: sdp.Guarantee, m: int, c: int) -> WorkloadNoise | None:
     """The discrete Laplace candidate (ℓ1), or ``None`` when the target has no ε or ρ to spend."""
     if isinstance(privacy, sdp.PureDP | sdp.ApproxDP):
@@ -116,6 +137,9 @@ def _laplace(privacy: sdp.Guarantee, m: int, c: int) -> WorkloadNoise | None:
         if lo <= 0.0:
             return None
         t = m / lo
+        # m/lo is rounded: widen t until the charge, as the accountant reads it, fits ρ exactly
+        while not _fits_rho(t, m, c, rho):
+            t = math.nextafter(t, math.inf)
         law = sdp.DiscreteLaplace(t)
         route = (
             "discrete Laplace, C·ρ(m/t) ≤ ρ with ρ(ε) the sharp pure→zCDP conversion of each "
@@ -147,6 +171,12 @@ def _gaussian(privacy: sdp.Guarantee, m: int, c: int) -> WorkloadNoise | None:
         return None
     law = sdp.calibrate(sdp.Gaussian, target, sensitivity=l2)
     assert isinstance(law, sdp.Gaussian)
+    # the calibration meets the target by the exact profile; the accountant's analysis of the
+    # charge may read an ulp or so above it: widen σ until it fits there too
+    for _ in range(64):
+        if _within(law, target):
+            break
+        law = dataclasses.replace(law, sigma=law.sigma * (1.0 + 2.0**-40))
     return WorkloadNoise("gaussian", law, law, 1, law.sigma * math.sqrt(2.0 / math.pi), route)
 
 

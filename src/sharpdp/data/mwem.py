@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -425,6 +425,7 @@ class MWEMQuery(Query):
     max_rows: int
     plan: MWEMPlan | AdaptivePlan
     discovery: tuple[tuple[str, CountQuery], ...] = ()
+    typed: Callable[[Workload], Workload] | None = field(default=None, repr=False, compare=False)
 
     _priced_release: ClassVar[bool] = True
 
@@ -463,6 +464,7 @@ class MWEMQuery(Query):
                     frame=pd.DataFrame({**{c: [] for c in columns}, "count": []}),
                     noise={},
                     domains=tuple(domains.items()),
+                    typed=self.typed,
                 )
             data = domains, self._cells(domains)
         domains, cells = data
@@ -487,6 +489,7 @@ class MWEMQuery(Query):
             rounds=plan.rounds,
             selected=tuple(_group_label(labels, groups[g]) for g in chosen),
             domains=tuple(domains.items()),
+            typed=self.typed,
         )
 
 
@@ -508,6 +511,9 @@ class Synthetic(Release):
     selected: tuple[str, ...] = ()
     domains: tuple[tuple[str, tuple[Any, ...]], ...] = field(default=(), repr=False)
     explanation: Explanation | None = field(default=None, repr=False)
+    #: the session's conversion of a workload's values to the columns' types (dates given as
+    #: text, float32...), applied by :meth:`answer` as the session applies it to the run's own
+    typed: Callable[[Workload], Workload] | None = field(default=None, repr=False, compare=False)
 
     def explain(self) -> Explanation:
         """The pricing of the run (rounds, mechanisms, the sharp vs classical rounds), with a last
@@ -535,6 +541,8 @@ class Synthetic(Release):
         missing = [c for c in workload.columns if c not in domains]
         if missing:
             raise InvalidParameter(f"workload columns {missing} are not in the synthetic data")
+        if self.typed is not None:
+            workload = self.typed(workload)
         declared = resolve_domains(workload, domains)  # its own domains, else the synthetic's
         for c in workload.columns:
             if set(declared[c]) != set(domains[c]):  # (the order does not matter)

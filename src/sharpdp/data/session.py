@@ -1452,6 +1452,7 @@ class Session:
             max_rows=m,
             plan=plan,
             discovery=discovery,
+            typed=self._typed_workload,
             **self._common(),
         )
 

@@ -709,6 +709,10 @@ class DiscreteLaplace(Mechanism):
         """ε0 = Δ/t, the mechanism's exact pure-DP parameter (rounded up)."""
         return _math.float_up(self.sensitivity / Fraction(self.scale))
 
+    def exact_pair(self) -> tuple[Fraction, Fraction] | None:
+        """(Δ/t, 0): the discrete Laplace is exactly (Δ/t)-DP (Canonne–Kamath–Steinke 2020)."""
+        return Fraction(self.sensitivity) / Fraction(self.scale), Fraction(0)
+
     @overload
     def release(self, value: int | float | np.integer[Any], rng: RNGLike = None) -> int: ...
     @overload

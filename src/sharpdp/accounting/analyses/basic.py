@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar
 
 from sharpdp import _math
@@ -19,9 +20,14 @@ from sharpdp.guarantees import ApproxDP, Guarantee
 
 @analysis("basic", "Dwork–Roth 2014 Thm 3.16: (Σε_i, Σδ_i)")
 def _basic(items: Items, adaptive: bool) -> Guarantee:
-    pairs = [(approx_pair(g), c) for g, c in items]
-    eps = _math.up(math.fsum(c * e for (e, _), c in pairs))
-    delta = _math.up(math.fsum(c * d for (_, d), c in pairs))
+    exact = [(g.exact_pair(), c) for g, c in items]
+    if all(p is not None for p, _ in exact):  # rational sums, rounded up once
+        eps = _math.float_up(sum((c * p[0] for p, c in exact if p is not None), Fraction(0)))
+        delta = _math.float_up(sum((c * p[1] for p, c in exact if p is not None), Fraction(0)))
+    else:
+        pairs = [(approx_pair(g), c) for g, c in items]
+        eps = _math.up(math.fsum(c * e for (e, _), c in pairs))
+        delta = _math.up(math.fsum(c * d for (_, d), c in pairs))
     if delta >= 1.0:
         raise NotImplied("Σδ_i ≥ 1")
     return ApproxDP(eps, delta)
