@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -555,3 +556,45 @@ def test_synthetic_answers_type_values_as_the_session_does() -> None:
         got = syn.answer(sdp.data.predicates({"q": {"day": value}}))
         assert float(got["count"].iloc[0]) == first
     assert syn.answer(w)["count"].sum() == pytest.approx(float(cells["count"].sum()))
+
+
+def _binary(columns: int, rows: int = 8) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    return pd.DataFrame({f"c{i}": rng.integers(0, 2, rows) for i in range(columns)})
+
+
+@pytest.mark.parametrize(
+    ("build", "limit"),
+    [
+        # C(20, 10) = 184,756 marginals of 1,024 cells: 1.9e8 answers
+        (
+            lambda s, w: s.answer(w(10), privacy=sdp.PureDP(1.0)),
+            "over the limit 4194304",
+        ),
+        # 1,140 three-way marginals over the 2^20 cells: a matrix of 1.2e9 entries
+        (lambda s, w: s.mwem(w(3), privacy=sdp.PureDP(1.0)), "over the limit 33554432"),
+        (lambda s, w: s.mwem(w(1), privacy=sdp.PureDP(1.0), rounds=10**7), "rounds must be"),
+    ],
+)
+def test_workloads_too_large_are_refused_before_the_spend(build: Any, limit: str) -> None:
+    """Sizes known from declared domains are checked when the query is built (they ran out of
+    memory, or for a day, after the spend)."""
+    cols = [f"c{i}" for i in range(20)]
+
+    def workload(way: int) -> Any:
+        return sdp.data.marginals(cols, way=way, domains={c: [0, 1] for c in cols})
+
+    s = sdp.data.Session(_binary(20), privacy_unit=None, budget=sdp.PureDP(10.0))
+    with pytest.raises(sdp.InvalidParameter, match=limit):
+        build(s, workload)
+    assert s.accountant.spent() == 0.0
+
+
+def test_mwem_at_a_huge_rho_releases_the_counts() -> None:
+    """ρ = 10^10 made the measurement's grid step 7e-15, too fine for counts of 5·10^4, and the
+    run failed after the spend; the step is now coarse enough for any count of 2^32 rows."""
+    df = pd.DataFrame({"a": np.arange(10**5) % 2})
+    s = sdp.data.Session(df, privacy_unit=None, budget=sdp.ZCDP(1e11))
+    w = sdp.data.marginals(["a"], way=1, domains={"a": [0, 1]})
+    counts = s.mwem(w, privacy=sdp.ZCDP(1e10), rng=0).to_pandas()["count"].to_numpy()
+    assert np.allclose(counts, [5e4, 5e4], atol=0.01)

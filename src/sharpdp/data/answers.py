@@ -41,7 +41,7 @@ from sharpdp.data._noise import expected_abs, half_width
 from sharpdp.data.counts import CountQuery
 from sharpdp.data.query import Explanation, Query
 from sharpdp.data.release import Release, _level
-from sharpdp.data.workloads import Bins, Workload
+from sharpdp.data.workloads import MAX_ANSWERS, Bins, Workload
 from sharpdp.errors import InvalidParameter
 
 __all__ = [
@@ -201,7 +201,14 @@ def choose_noise(privacy: sdp.Guarantee, m: int, c: int, mechanism: str = "auto"
     """
     if mechanism not in MECHANISMS:
         raise InvalidParameter(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    candidates = {"laplace": _laplace(privacy, m, c), "gaussian": _gaussian(privacy, m, c)}
+    candidates: dict[str, WorkloadNoise | None] = {}
+    for name, build in (("laplace", _laplace), ("gaussian", _gaussian)):
+        try:
+            candidates[name] = build(privacy, m, c)
+        except sdp.SharpDPError:
+            if mechanism == name:
+                raise
+            candidates[name] = None  # it cannot be calibrated here: not a candidate
     if mechanism != "auto":
         chosen = candidates[mechanism]
         if chosen is None:
@@ -390,6 +397,13 @@ class WorkloadQuery(Query):
                 cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt),
             )
         domains, cells = data
+        if self.workload.query_count(domains) > MAX_ANSWERS:  # only with discovered domains
+            raise InvalidParameter(
+                f"workload: the discovered domains make {self.workload.query_count(domains)} "
+                f"answers, over the limit {MAX_ANSWERS} (2^22); the budget is spent (a domain "
+                "found privately is known only after its paid discovery) — declare domains= to "
+                "have this checked before"
+            )
         rows, truth = self.workload.evaluate(cells, domains)
         if isinstance(self.plan.law, sdp.DiscreteLaplace):
             noisy = self.plan.law.release(np.rint(truth).astype(np.int64), rng=rng)

@@ -99,6 +99,18 @@ class MWEMPlan:
         return [(self.total, 1), (self.selection, self.rounds), (charge, self.rounds)]
 
 
+def _gaussian(sigma: float, sensitivity: int) -> sdp.Gaussian:
+    """A Gaussian measurement whose grid holds any count of up to 2^32 rows of ``sensitivity``:
+    its default step (about σ/2^31) is coarsened to at least Δ·2^-29, a power of two, below 2^62
+    steps for every such count. Δ (an integer) stays a multiple of the step, so the charge is
+    that of the Gaussian of sensitivity Δ; a tiny σ can thus no longer fail after the spend."""
+    law = sdp.Gaussian(sigma, sensitivity=sensitivity)
+    floor = 2.0 ** math.ceil(math.log2(sensitivity * 2.0**-29))
+    if law.granularity is not None and law.granularity < floor:
+        law = sdp.Gaussian(sigma, sensitivity=sensitivity, granularity=floor)
+    return law
+
+
 def _zcdp_plan(
     rho: float, m: int, rounds: int
 ) -> tuple[sdp.Gaussian, sdp.Exponential, sdp.Gaussian]:
@@ -110,9 +122,9 @@ def _zcdp_plan(
     sigma_m = m / math.sqrt(2.0 * rho_round / 2.0) * (1.0 + 1e-12)
     sigma_n = m / math.sqrt(2.0 * rho_total) * (1.0 + 1e-12)
     return (
-        sdp.Gaussian(sigma_n, sensitivity=m),
+        _gaussian(sigma_n, sensitivity=m),
         sdp.Exponential(eps_sel, sensitivity=m),
-        sdp.Gaussian(sigma_m, sensitivity=m),
+        _gaussian(sigma_m, sensitivity=m),
     )
 
 
@@ -249,7 +261,7 @@ class AdaptivePlan:
             return MWEMPlan(rounds, self.total, sel, meas, rounds, self.route, charge)
         rho_round = self.rest.rho / rounds
         sel = sdp.Exponential(math.sqrt(4.0 * rho_round) * (1 - 1e-12), sensitivity=m)
-        gauss = sdp.Gaussian(m / math.sqrt(rho_round) * (1 + 1e-12), sensitivity=m)
+        gauss = _gaussian(m / math.sqrt(rho_round) * (1 + 1e-12), sensitivity=m)
         return MWEMPlan(rounds, self.total, sel, gauss, int(rounds / 2.5), self.route)
 
 
@@ -278,7 +290,7 @@ def plan_adaptive(privacy: sdp.Guarantee, m: int) -> AdaptivePlan:
     if rho <= 0.0:
         raise InvalidParameter(f"privacy {privacy!r} is too small for MWEM")
     plan = AdaptivePlan(
-        sdp.Gaussian(m / math.sqrt(2.0 * TOTAL_SHARE * rho) * (1 + 1e-12), sensitivity=m),
+        _gaussian(m / math.sqrt(2.0 * TOTAL_SHARE * rho) * (1 + 1e-12), sensitivity=m),
         sdp.ZCDP((1.0 - TOTAL_SHARE) * rho * (1 - 1e-12)),
         m,
         f"ρ = {rho:.6g}: 5% to n̂, the rest shared by the rounds, half of each round to a "

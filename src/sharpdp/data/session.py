@@ -47,7 +47,16 @@ from sharpdp.data.quantiles import QuantileQuery
 from sharpdp.data.query import Bounding, Statistic
 from sharpdp.data.selection import LimitDomQuery, SelectBestQuery, TopKQuery
 from sharpdp.data.sums import MeanQuery, SumQuery
-from sharpdp.data.workloads import MAX_DOMAIN, Bins, Domain, Predicates, Workload, is_missing
+from sharpdp.data.workloads import (
+    MAX_ANSWERS,
+    MAX_DOMAIN,
+    MAX_MATRIX,
+    Bins,
+    Domain,
+    Predicates,
+    Workload,
+    is_missing,
+)
 from sharpdp.errors import InvalidParameter
 from sharpdp.mechanisms._samplers import RNGLike
 
@@ -58,6 +67,8 @@ _GRID_BITS = 20  # sums and means: (U − L)/2^20 rounded down to a power of two
 _INTEGER_GRID_BITS = 8  # quantiles: step 1 for integer bounds ≥ 2^8 apart (or an integer column)
 _QUANTILE_CELLS = 1024  # default quantile grid unless integer bounds give step 1 (≤ 2^20 cells)
 _MAX_QUANTILE_CELLS = 2**40
+#: The most MWEM rounds one may ask for (10^4 rounds over a small domain take about 90 s here).
+MAX_ROUNDS = 10_000
 #: The least ε (or ρ) of a query's target: below it the noise is beyond any use (and its scale
 #: would overflow double precision near the subnormals).
 MIN_PRIVACY = 1e-100
@@ -141,8 +152,19 @@ def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[A
 #: Column names a query cannot read: those of its results (values and intervals, ranks, workload
 #: query names) and of the bounded tables built in the engine.
 RESERVED_COLUMNS = frozenset(
-    {"count", "sum", "mean", "quantile", "rank", "lower", "upper", "query", "rows", "total",
-     "persons"}
+    {
+        "count",
+        "sum",
+        "mean",
+        "quantile",
+        "rank",
+        "lower",
+        "upper",
+        "query",
+        "rows",
+        "total",
+        "persons",
+    }
 )
 
 
@@ -1186,7 +1208,9 @@ class Session:
         domain, bin labels (left edges), which must be the domain's own."""
         if bins is None:
             rows = tuple((v,) for v in values)
-            return tuple(r[0] for r in _values.canonical(self._source.table, parameter, (column,), rows))
+            return tuple(
+                r[0] for r in _values.canonical(self._source.table, parameter, (column,), rows)
+            )
         labels = set(bins.labels)
         for v in values:
             if v not in labels:
@@ -1276,6 +1300,12 @@ class Session:
             workload, privacy, max_rows
         )
         known = resolve_domains(workload, {})
+        if not workload.needs_domains and workload.query_count(known) > MAX_ANSWERS:
+            raise InvalidParameter(
+                f"workload: {workload.describe_size(known)} are {workload.query_count(known)} "
+                f"answers, over the limit {MAX_ANSWERS} (2^22): fewer columns, values or a "
+                "smaller way"
+            )
         c = workload.overlap(known)
         if c == 0:
             raise InvalidParameter("workload: no query can count any row (empty predicates)")
@@ -1378,6 +1408,14 @@ class Session:
                 f"MWEM: the domain has {math.prod(sizes)} cells, over the limit {MAX_DOMAIN} "
                 "(2^20): declare fewer columns, values or bins"
             )
+        if not workload.needs_domains:
+            entries = len(workload.groups(known)) * math.prod(sizes)
+            if entries > MAX_MATRIX:
+                raise InvalidParameter(
+                    f"MWEM: {len(workload.groups(known))} query groups over {math.prod(sizes)} "
+                    f"cells make a matrix of {entries} entries, over the limit {MAX_MATRIX} "
+                    "(2^25): fewer columns, values or marginals"
+                )
         stats = [s for _, q in discovery for s in q.statistics]
         plan: MWEMPlan | AdaptivePlan
         if rounds is None:
@@ -1408,6 +1446,10 @@ class Session:
             ]
         else:
             t = _validate.integer("rounds", rounds, minimum=1)
+            if t > MAX_ROUNDS:
+                raise InvalidParameter(
+                    f"rounds must be <= {MAX_ROUNDS} (each round scans the domain), got {t}"
+                )
             shown = str(t)
             plan = plan_mwem(rest, m, t)
             stats += [

@@ -53,6 +53,11 @@ __all__ = [
 MAX_DOMAIN = 2**20
 #: The largest number of queries in one workload.
 MAX_QUERIES = 10**5
+#: The most answers one release computes (a marginal workload's cells: 2^22 of them hold ~32 MiB
+#: of counts, and their labels some hundreds of MiB).
+MAX_ANSWERS = 2**22
+#: The most non-zeros of MWEM's query matrix (queries' groups × domain cells): ~400 MiB in CSR.
+MAX_MATRIX = 2**25
 
 
 @dataclass(frozen=True, slots=True)
