@@ -898,3 +898,26 @@ def test_projected_is_the_reading_the_spend_leaves() -> None:
     after = gauss.projected(item)
     gauss.spend(item)
     assert gauss.spent() == after
+
+
+@pytest.mark.parametrize(
+    ("budget", "item", "count"),
+    [
+        (sdp.ZCDP(1.0), sdp.Gaussian(5.0), 50),  # 50 · 1/(2·25) = 1
+        (sdp.ZCDP(0.5), sdp.DiscreteGaussian(20.0), 400),  # 400 · 1/800 = 1/2
+        (sdp.PureDP(1.0), sdp.Laplace(10.0), 10),  # 10 · 1/10 = 1
+        (sdp.PureDP(1.0), sdp.DiscreteLaplace(3.0), 3),  # 3 · 1/3 = 1
+        (sdp.ApproxDP(1.0, 1e-6), sdp.DiscreteLaplace(7.0), 7),  # 7 · 1/7 = 1 (and δ = 0)
+    ],
+)
+def test_spends_that_exactly_exhaust_the_budget_fit(
+    budget: sdp.Guarantee, item: sdp.Guarantee, count: int
+) -> None:
+    """Each run's exact rational cost times ``count`` is the budget exactly: the last spend fits
+    and one more does not (the rounded-up float per run summed past the budget and refused the
+    last one)."""
+    account = sdp.Accountant(budget)
+    for _ in range(count):
+        account.spend(item)
+    with pytest.raises(sdp.BudgetExceeded):
+        account.spend(item)

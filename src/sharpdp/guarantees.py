@@ -212,6 +212,12 @@ class Guarantee:
         to just over 1."""
         return None
 
+    def exact_zcdp(self) -> tuple[Fraction, Fraction] | None:
+        """(ρ, ξ) as exact rationals when the guarantee is exactly (ξ, ρ)-zCDP for known
+        rationals (a ``ZCDP``, a Gaussian's Δ²/(2σ²)), else ``None``: zCDP budgets add these
+        before rounding (50 × (1/50) is 1; the rounded-up floats of 1/50 sum past it)."""
+        return None
+
     def group(self, k: int) -> Guarantee:
         """The guarantee for groups of ``k`` individuals (inputs differing in up to k records)."""
         kk = _validate.integer("k", k, minimum=1)
@@ -390,6 +396,9 @@ class ZCDP(Guarantee):
             raise InvalidParameter(f"xi must be >= -rho (= {-rho!r}), got {xi!r}")
         object.__setattr__(self, "rho", rho)
         object.__setattr__(self, "xi", xi)
+
+    def exact_zcdp(self) -> tuple[Fraction, Fraction] | None:
+        return None if math.isinf(self.rho) else (Fraction(self.rho), Fraction(self.xi))
 
     def _renyi(self, alpha: float) -> float:
         if alpha == math.inf or math.isinf(self.rho):

@@ -326,10 +326,14 @@ def test_capacity_359_against_92_and_26() -> None:
 def test_capacity_under_pure_and_zcdp_budgets() -> None:
     got = run_json(["capacity", "laplace:10", "--budget", "pure:1", "--json"])
     assert got["count"] == sdp.max_compositions(sdp.Laplace(10.0), sdp.PureDP(1.0))
+    # ρ = Δ²/(2σ²) = 1/800 exactly, so 400 runs are exactly 1/2 (the rounded-up floats of
+    # 1/800 summed past it and gave 399); likewise 50 · 1/50 = 1 and 10 · (1/10) = 1
     got = run_json(["capacity", "gaussian:20", "--budget", "zcdp:0.5", "--json"])
-    assert got["count"] == 400 - 1 or got["count"] == 400  # 400 · 1/800, up to float rounding
-    rho = sdp.convert(sdp.Gaussian(20.0), sdp.ZCDP).rho
-    assert got["count"] * rho <= 0.5 < (got["count"] + 1) * rho  # type: ignore[operator]
+    assert got["count"] == 400
+    assert run_json(["capacity", "gaussian:5", "--budget", "zcdp:1", "--json"])["count"] == 50
+    got = run_json(["capacity", "laplace:10", "--budget", "pure:1", "--json"])
+    assert got["count"] == 10
+    assert got["classical"]["count"] == 10  # type: ignore[index]
     # classical: the 0.1-DP reading of top-10 rounds at 0.01 on monotone counts, as ε²/2-zCDP
     got = run_json(["capacity", "topk:10,0.01,monotonic", "--budget", "zcdp:0.1", "--json"])
     assert got["classical"]["reading"] == "PureDP(epsilon=0.2)"  # type: ignore[index]

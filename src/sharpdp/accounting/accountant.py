@@ -338,13 +338,17 @@ class _ZCDPRule(_Rule):
         """(ρ, ξ) of the item's sharpest zCDP guarantee, as exact rationals (ρ = None: infinite)."""
         cached = self._converted.get(item)
         if cached is None:
-            try:
-                z = convert(item, ZCDP)
-            except NotImplied as err:
-                raise type(err)(
-                    f"cannot charge {item!r} to the zCDP budget {self.budget!r}: {err}"
-                ) from err
-            cached = (None if z.rho == math.inf else Fraction(z.rho), Fraction(z.xi))
+            exact = item.exact_zcdp()  # summed before any rounding where it is known
+            if exact is not None:
+                cached = exact
+            else:
+                try:
+                    z = convert(item, ZCDP)
+                except NotImplied as err:
+                    raise type(err)(
+                        f"cannot charge {item!r} to the zCDP budget {self.budget!r}: {err}"
+                    ) from err
+                cached = (None if z.rho == math.inf else Fraction(z.rho), Fraction(z.xi))
             if len(self._converted) >= 100_000:
                 self._converted.clear()
             self._converted[item] = cached

@@ -152,6 +152,10 @@ def _zcdp_count(rho_i: Fraction, xi_i: Fraction, budget: sdp.ZCDP) -> int | None
 
 
 def _item_rho(item: sdp.Guarantee) -> tuple[Fraction, Fraction]:
+    """(ρ, ξ) of one run as the accountant's zCDP rule reads it: exact where known."""
+    exact = item.exact_zcdp()
+    if exact is not None:
+        return exact
     z = sdp.convert(item, sdp.ZCDP)
     return Fraction(z.rho), Fraction(z.xi)
 
@@ -216,12 +220,24 @@ def _classical(
         how = "zCDP additivity + Bun–Steinke 2016 Lemma 3.5"
         count = textbook_count(None, rho, approx)
         return _Count(count, how), _Count(count, how)
+    # the reading's float ε is rounded up (0.1 is above 1/10): with the item's exact rational ε,
+    # basic composition's count ⌊ε/ε0⌋ is one the classical analyses also reach
+    exact = g.exact_pair()
+    basic = (
+        math.floor(Fraction(approx.epsilon_) / exact[0])
+        if exact is not None and exact[0] > 0 and exact[1] == 0
+        else 0
+    )
+
+    def at_least_basic(count: int | None) -> int | None:
+        return None if count is None else max(count, basic)
+
     optimal = _Count(
-        sdp.max_compositions(reading, approx, adaptive=True),
+        at_least_basic(sdp.max_compositions(reading, approx, adaptive=True)),
         "optimal composition of ε-DP (Kairouz–Oh–Viswanath 2015 Thm 3.3)",
     )
     textbook = _Count(
-        textbook_count(reading, 0.0, approx),
+        at_least_basic(textbook_count(reading, 0.0, approx)),
         "basic (Dwork–Roth Thm 3.16), advanced (DRV10) or ε²/2-zCDP (BS16) composition",
     )
     return optimal, textbook

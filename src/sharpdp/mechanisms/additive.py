@@ -120,6 +120,10 @@ class Laplace(_OnGrid, Mechanism):
         """ε0 = Δ_eff/b, the mechanism's pure-DP parameter (tight; rounded up)."""
         return self._epsilon0
 
+    def exact_pair(self) -> tuple[Fraction, Fraction] | None:
+        """(Δ_eff/b, 0), exactly: the pure ε of the Laplace mechanism on its grid."""
+        return Fraction(self.effective_sensitivity) / Fraction(self.scale), Fraction(0)
+
     def release(self, value: Any, rng: RNGLike = None) -> Any:
         """Release value + Laplace(scale) noise on the grid, exactly (see the class docstring).
 
@@ -201,6 +205,10 @@ class Gaussian(_OnGrid, Mechanism):
     def rho(self) -> float:
         """ρ = μ²/2, the zCDP parameter (rounded up)."""
         return _math.float_up(Fraction(self.mu) ** 2 / 2)
+
+    def exact_zcdp(self) -> tuple[Fraction, Fraction] | None:
+        """(Δ_eff²/(2σ²), 0), exactly (Bun–Steinke 2016 Prop 1.6)."""
+        return Fraction(self.effective_sensitivity) ** 2 / (2 * Fraction(self.sigma) ** 2), Fraction(0)
 
     def release(self, value: Any, rng: RNGLike = None) -> Any:
         """Release value + N(0, σ²) noise on the grid, exactly (see the class docstring).

@@ -825,6 +825,10 @@ class DiscreteGaussian(Mechanism):
         """ρ = Δ²/(2σ²), the tight zCDP parameter (rounded up)."""
         return _math.float_up(Fraction(self.sensitivity**2) / (2 * self.sigma_squared))
 
+    def exact_zcdp(self) -> tuple[Fraction, Fraction] | None:
+        """(Δ²/(2σ²), 0), exactly (Canonne–Kamath–Steinke 2020)."""
+        return Fraction(self.sensitivity**2) / (2 * Fraction(self.sigma_squared)), Fraction(0)
+
     @overload
     def release(self, value: int | float | np.integer[Any], rng: RNGLike = None) -> int: ...
     @overload
