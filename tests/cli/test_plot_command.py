@@ -134,11 +134,12 @@ def test_renyi_and_budget(tmp_path: Path, drawn: list[Figure]) -> None:
     ("args", "code", "message"),
     [
         (["capacity", "exponential:0.1", "-o", "x.gif"], 2, "must end in .png or .svg"),
-        (["capacity", "expo:0.1", "-o", "x.png"], 2, "unknown item 'expo'"),
-        (["capacity", "gaussian:1,2", "-o", "x.png"], 2, "gaussian takes sigma"),
+        (["capacity", "expo:0.1", "-o", "x.png"], 2, "unknown 'expo'"),
+        (["capacity", "gaussian:1,2,3", "-o", "x.png"], 2, "gaussian takes gaussian:sigma"),
         (["capacity", "gaussian:1", "--budget", "zcdp:1", "-o", "x.png"], 1, "ApproxDP or PureDP"),
-        (["capacity", "gaussian:-1", "-o", "x.png"], 1, "sigma"),
-        (["renyi", "br:nan", "-o", "x.png"], 2, "br takes eta"),
+        (["capacity", "gaussian:-1", "-o", "x.png"], 2, "sigma must be > 0"),
+        (["renyi", "br:nan", "-o", "x.png"], 2, "eta must be a number, got NaN"),
+        (["renyi", "br:1,2", "-o", "x.png"], 2, "br takes br:eta"),
         (["profile", "missing.toml", "-o", "x.png"], 2, "cannot read"),
     ],
 )
@@ -159,12 +160,12 @@ def test_bad_input_is_one_clear_line(
 @pytest.mark.parametrize(
     ("plan", "message"),
     [
-        ('[[item]]\nmechanism = "nope"\n', "mechanism must be one of"),
+        ('[[item]]\nmechanism = "nope"\n', "'mechanism' must be one of"),
         ('[[item]]\nmechanism = "gaussian"\n', "gaussian needs sigma"),
-        ('[[item]]\nmechanism = "gaussian"\nsigma = 1\ncount = 0\n', "count must be a positive"),
-        ('[[item]]\nmechanism = "gaussian"\nsigma = 1\nnoise = 2\n', "gaussian takes sigma"),
-        ("adaptive = true\n", "no [[item]] tables"),
-        ("[[item]\n", "is not valid"),
+        ('[[item]]\nmechanism = "gaussian"\nsigma = 1\ncount = 0\n', "count must be an integer"),
+        ('[[item]]\nmechanism = "gaussian"\nsigma = 1\nnoise = 2\n', "gaussian takes no 'noise'"),
+        ("adaptive = true\n", "lists no items"),
+        ("[[item]\n", "TOML"),
     ],
 )
 def test_bad_plans_are_named(tmp_path: Path, plan: str, message: str) -> None:
@@ -194,3 +195,14 @@ def test_without_matplotlib_the_hint_names_the_extra(tmp_path: Path) -> None:
     assert "pip install 'sharpdp[plot]'" in text
     assert "Traceback" not in text
     assert not (tmp_path / "c.png").exists()
+
+
+def test_plot_reads_items_and_plans_as_compose_does(tmp_path: Path, drawn: list[Figure]) -> None:
+    """One parser: the repository's example plan (discrete Laplace items), monotone scores,
+    sensitivities and top-k draw (plot had a smaller parser of its own that refused them)."""
+    plan = Path(__file__).resolve().parents[2] / "examples" / "plan.toml"
+    out = tmp_path / "p.png"
+    assert invoke("profile", str(plan), "-o", str(out)).exit_code == 0
+    for item in ("exponential:0.025,monotonic", "gaussian:5,2", "topk:3,0.1,monotonic"):
+        result = invoke("capacity", item, "-o", str(tmp_path / "c.png"))
+        assert result.exit_code == 0, (item, result.output)

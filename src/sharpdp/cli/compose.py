@@ -127,9 +127,9 @@ def compose(
     digits: Digits = 6,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (full precision)")] = False,
 ) -> None:
-    """The privacy of a plan of mechanisms: ε(δ) or δ(ε), and every analysis with its theorem.
+    r"""The privacy of a plan of mechanisms: ε(δ) or δ(ε), and every analysis with its theorem.
 
-    A plan lists [[item]] tables, e.g. mechanism = "gaussian", sigma = 5, count = 100 (TOML), or
+    A plan lists \[\[item]] tables, e.g. mechanism = "gaussian", sigma = 5, count = 100 (TOML), or
     the same as JSON: {"item": [{"mechanism": "gaussian", "sigma": 5, "count": 100}]}.
 
     Example: sharpdp compose plan.toml --delta 1e-6

@@ -8,10 +8,12 @@ Examples::
     sharpdp plot renyi br:1 zcdp:0.125 -o renyi.png
     sharpdp plot budget ledger.sqlite -o spending.png
 
-An item is written ``name:param[,param]`` (``gaussian:5``, ``laplace:2``, ``exponential:0.1``,
-``pure:1``, ``approx:1,1e-6``, ``zcdp:0.1``, ``br:1``, ``gdp:0.5``, ``rr:1``). A plan is a TOML or
-JSON file of items, each with its parameters by name and a ``count`` (default 1), and optionally
-``adaptive = false`` at the top::
+Items and plans are written as for ``compose`` and ``capacity`` (one parser): an item is
+``name:param[,param][,flag]`` (``gaussian:5``, ``gaussian:5,2`` with sensitivity 2,
+``exponential:0.025,monotonic``, ``discrete-laplace:2``, ``topk:10,0.01,monotonic``, ``pure:1``,
+``approx:1,1e-6``, ``zcdp:0.1``, ``br:1``, ``gdp:0.5``...). A plan is a TOML or JSON file of items,
+each with its parameters by name and a ``count`` (default 1), and optionally ``adaptive = false``
+at the top::
 
     [[item]]
     mechanism = "gaussian"
@@ -27,25 +29,24 @@ JSON file of items, each with its parameters by name and a ``count`` (default 1)
 
 from __future__ import annotations
 
-import json
 import math
-import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 import sharpdp as sdp
-from sharpdp.cli._common import app, console, parse_guarantee
+from sharpdp.cli._common import app, console, parse_guarantee, parse_item
+from sharpdp.cli.compose import load_plan
 from sharpdp.errors import SharpDPError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ITEMS", "parse_item", "parse_plan", "plot_app"]
+__all__ = ["parse_plan", "plot_app"]
 
 plot_app = typer.Typer(
     help="Draw privacy profiles, capacities, Rényi curves and budgets (PNG or SVG).",
@@ -54,110 +55,17 @@ plot_app = typer.Typer(
 app.add_typer(plot_app, name="plot")
 
 
-def _mechanism(name: str) -> Callable[..., sdp.Guarantee]:
-    """``sdp.<name>``, looked up when called: the mechanisms (and numpy) load when an item is
-    built, not when the command line starts."""
-
-    def build(*args: Any, **kwargs: Any) -> sdp.Guarantee:
-        factory: Callable[..., sdp.Guarantee] = getattr(sdp, name)
-        return factory(*args, **kwargs)
-
-    return build
-
-
-#: Items by the name used on the command line and in plans: (constructor, parameter names).
-ITEMS: dict[str, tuple[Callable[..., sdp.Guarantee], tuple[str, ...]]] = {
-    "gaussian": (_mechanism("Gaussian"), ("sigma",)),
-    "laplace": (_mechanism("Laplace"), ("scale",)),
-    "exponential": (_mechanism("Exponential"), ("epsilon",)),
-    "rr": (_mechanism("RandomizedResponse"), ("epsilon",)),
-    "pure": (sdp.PureDP, ("epsilon",)),
-    "approx": (sdp.ApproxDP, ("epsilon", "delta")),
-    "zcdp": (sdp.ZCDP, ("rho",)),
-    "br": (sdp.BoundedRange, ("eta",)),
-    "gdp": (sdp.GDP, ("mu",)),
-}
-
 #: The file formats written, by suffix.
 _SUFFIXES = (".png", ".svg")
 
 _OUTPUT_HELP = "the file to write: .png or .svg"
 
 
-def _spellings() -> str:
-    return ", ".join(f"{n}:{','.join(p)}" for n, (_, p) in ITEMS.items())
-
-
-def parse_item(text: str, option: str = "ITEM") -> sdp.Guarantee:
-    """``gaussian:5`` → ``sdp.Gaussian(5.0)`` (``typer.BadParameter`` naming ``option``)."""
-    name, _, params = text.partition(":")
-    if name not in ITEMS:
-        raise typer.BadParameter(
-            f"{option}: unknown item {name!r} in {text!r}; write one of {_spellings()}"
-        )
-    factory, names = ITEMS[name]
-    try:
-        values = [float(v) for v in params.split(",")] if params else []
-    except ValueError:
-        raise typer.BadParameter(
-            f"{option}: {text!r} has a parameter that is not a number"
-        ) from None
-    if len(values) != len(names) or any(math.isnan(v) for v in values):
-        raise typer.BadParameter(
-            f"{option}: {name} takes {', '.join(names)}, e.g. {name}:"
-            + ",".join("1e-6" if n == "delta" else "1" for n in names)
-        )
-    return factory(*values)
-
-
-def _plan_item(entry: object, where: str) -> tuple[sdp.Guarantee, int]:
-    if not isinstance(entry, dict):
-        raise typer.BadParameter(f"{where}: an item must be a table of parameters, got {entry!r}")
-    fields = dict(entry)
-    name = fields.pop("mechanism", None)
-    if name not in ITEMS:
-        raise typer.BadParameter(
-            f"{where}: mechanism must be one of {', '.join(ITEMS)}, got {name!r}"
-        )
-    count = fields.pop("count", 1)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise typer.BadParameter(f"{where}: count must be a positive integer, got {count!r}")
-    factory, names = ITEMS[name]
-    missing = [n for n in names if n not in fields]
-    if missing:
-        raise typer.BadParameter(f"{where}: {name} needs {', '.join(missing)}")
-    try:
-        item = factory(**fields)
-    except TypeError:
-        raise typer.BadParameter(
-            f"{where}: {name} takes {', '.join(names)} (and its options), got {', '.join(fields)}"
-        ) from None
-    return item, count
-
-
 def parse_plan(path: Path) -> tuple[list[tuple[sdp.Guarantee, int]], bool]:
-    """The items of a TOML or JSON plan, with their counts, and whether it is adaptive."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise typer.BadParameter(f"PLAN: cannot read {str(path)!r}: {err.strerror}") from None
-    data: Any
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-        raise typer.BadParameter(f"PLAN: {path.name} is not valid: {err}") from None
-    if isinstance(data, list):
-        data = {"item": data}
-    if not isinstance(data, dict):
-        raise typer.BadParameter(f"PLAN: {path.name} must hold a list of items")
-    entries = data.get("item", data.get("items"))
-    if not isinstance(entries, list) or not entries:
-        raise typer.BadParameter(f"PLAN: {path.name} has no [[item]] tables")
-    adaptive = data.get("adaptive", True)
-    if not isinstance(adaptive, bool):
-        raise typer.BadParameter(f"PLAN: adaptive must be true or false, got {adaptive!r}")
-    items = [_plan_item(e, f"PLAN {path.name}, item {i}") for i, e in enumerate(entries, 1)]
-    return items, adaptive
+    """The items of a TOML or JSON plan, with their counts, and whether it is adaptive (the
+    ``compose`` command's reader: the same plans draw as compose)."""
+    items, adaptive = load_plan(str(path))
+    return items, True if adaptive is None else adaptive
 
 
 def _output(path: Path) -> Path:
@@ -235,7 +143,7 @@ def capacity(
     if max_k < 1:
         raise typer.BadParameter(f"--max-k: must be at least 1, got {max_k}")
     with _reported():
-        g = parse_item(item)
+        g = parse_item(item, "ITEM")
         b = parse_guarantee(budget, "--budget")
         from sharpdp.plots.capacity import capacity as draw
         from sharpdp.plots.capacity import default_ks
@@ -245,7 +153,9 @@ def capacity(
 
 @plot_app.command("profile")
 def profile(
-    plan: Annotated[Path, typer.Argument(help="a TOML or JSON plan of [[item]] tables")],
+    plan: Annotated[
+        Path, typer.Argument(help=r"a TOML or JSON plan of \[\[item]] tables (as compose reads)")
+    ],
     output: Output,
     epsilons: Annotated[
         str | None, typer.Option(help="the ε drawn, comma-separated (default: automatic)")
@@ -279,7 +189,7 @@ def renyi(
     if not (math.isfinite(max_alpha) and max_alpha > 1.0):
         raise typer.BadParameter(f"--max-alpha: must be a finite order above 1, got {max_alpha}")
     with _reported():
-        gs = [parse_item(text) for text in items]
+        gs = [parse_item(text, "ITEM") for text in items]
         import numpy as np
 
         from sharpdp.plots.renyi import renyi as draw
