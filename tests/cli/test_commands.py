@@ -542,3 +542,14 @@ def test_bad_input_as_a_subprocess() -> None:
         assert lines[0].startswith("error: ")
         assert "Traceback" not in out.stderr
         assert "No such option" not in out.stderr
+
+
+def test_convert_to_rdp_shows_the_order_asked_for() -> None:
+    """--alpha 5 shows ε(α=5) = 5/(2σ²) for the Gaussian (Mironov 2017), in the text and the JSON
+    (it was used only to rank the routes; the table showed the default orders)."""
+    got = run_json(["convert", "gaussian", "1", "--to", "rdp", "--alpha", "5", "--json"])
+    assert list(got["fields"]) == ["ε(α=5)"]  # type: ignore[call-overload]
+    assert 2.5 <= got["fields"]["ε(α=5)"] <= 2.5 * (1 + 1e-12)  # type: ignore[index]
+    result = runner.invoke(app, ["convert", "gaussian", "1", "--to", "rdp", "--alpha", "5"])
+    assert "ε(α=5) = 2.5" in result.output
+    assert "α=8" not in result.output

@@ -37,8 +37,9 @@ SOURCES: dict[str, tuple[Callable[..., sdp.Guarantee], tuple[str, ...]]] = {
 RDP_ORDERS = (1.5, 2.0, 8.0, 32.0)
 
 
-def _fields(g: sdp.Guarantee) -> list[tuple[str, float]]:
-    """The parameters of a converted guarantee, by symbol (every one an upper bound)."""
+def _fields(g: sdp.Guarantee, orders: tuple[float, ...] = ()) -> list[tuple[str, float]]:
+    """The parameters of a converted guarantee, by symbol (every one an upper bound); an RDP
+    curve at ``orders`` (default: :data:`RDP_ORDERS`)."""
     if isinstance(g, sdp.PureDP):
         return [("ε", g.epsilon_)]
     if isinstance(g, sdp.ApproxDP):  # (δ is the one asked for, shown in the title)
@@ -51,7 +52,7 @@ def _fields(g: sdp.Guarantee) -> list[tuple[str, float]]:
         return [("μ", g.mu)]
     if isinstance(g, sdp.MCDP):
         return [("μ", g.mu), ("τ", g.tau)]
-    return [(f"ε(α={a:g})", g.renyi(a)) for a in RDP_ORDERS]
+    return [(f"ε(α={a:g})", g.renyi(a)) for a in orders or RDP_ORDERS]
 
 
 #: Target notions by name.
@@ -90,7 +91,15 @@ def convert(
     ] = None,
     to: Annotated[str, typer.Option("--to", help=f"target: {', '.join(TARGETS)}")] = "zcdp",
     delta: Annotated[float, typer.Option(help="δ for --to approx")] = 1e-6,
-    alpha: Annotated[float, typer.Option(help="the Rényi order of each route for --to rdp")] = 2.0,
+    alpha: Annotated[
+        float | None,
+        typer.Option(
+            help="for --to rdp: the Rényi order to show (and rank routes at); default: "
+            + ", ".join(f"{a:g}" for a in RDP_ORDERS)
+            + " (ranked at 2)",
+            show_default=False,
+        ),
+    ] = None,
     digits: Digits = 6,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (full precision)")] = False,
 ) -> None:
@@ -104,18 +113,26 @@ def convert(
     target = TARGETS[to]
     options: dict[str, Any] = {"delta": delta} if target is sdp.ApproxDP else {}
     best = sdp.convert(g, target, **options)  # raises NotImplied (with the reason) if none applies
+    orders: tuple[float, ...] = ()
     if target is sdp.RDP:
-        options["alpha"] = alpha
+        options["alpha"] = 2.0 if alpha is None else alpha
+        orders = () if alpha is None else (alpha,)
     explanation = conversions.explain(g, target, **options)
     winner = explanation.winner
+    fields = _fields(best, orders)
+    shown = (
+        "RDP: " + ", ".join(f"{k} = {v!r}" for k, v in fields)
+        if target is sdp.RDP
+        else repr(best)
+    )
     if as_json:
         emit_json(
             {
                 "source": repr(g),
                 "target": target.__name__,
                 "at": delta if target is sdp.ApproxDP else None,
-                "result": repr(best),
-                "fields": dict(_fields(best)),
+                "result": shown,
+                "fields": dict(fields),
                 "winner": winner.name,
                 "routes": [
                     {
@@ -133,7 +150,7 @@ def convert(
         return
 
     def show(result: sdp.Guarantee) -> str:
-        return ", ".join(f"{s} = {upper(v, digits)}" for s, v in _fields(result))
+        return ", ".join(f"{s} = {upper(v, digits)}" for s, v in _fields(result, orders))
 
     title = f"{g!r} → {target.__name__}" + (f" at δ = {delta!r}" if target is sdp.ApproxDP else "")
     table = Table(title=escape(title))
