@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 from servers import Server, bearer, new_analyst, write_config
 
+import sharpdp as sdp
 from sharpdp.accounting.accountant import Accountant
 from sharpdp.accounting.ledger import Ledger, PostgresLedger
 
@@ -67,6 +68,15 @@ def _releases(*configs: Path) -> list[tuple[str, str, int]]:
     return out
 
 
+def _exact_epsilon(item: sdp.Guarantee) -> Fraction:
+    """The pure ε of a spend as an exact rational: Δ/t for the discrete Laplace of scale t
+    (Canonne–Kamath–Steinke 2020), computed here from its parameters; else the (rounded-up) float
+    the library reports."""
+    if isinstance(item, sdp.DiscreteLaplace):
+        return Fraction(item.sensitivity) / Fraction(item.scale)
+    return Fraction(item.epsilon(0.0))
+
+
 def _check_ledger(url: str, budget: float) -> dict[int, str]:
     """Every account within its budget, read directly and through the Ledger API; return spend
     row id → analyst."""
@@ -86,7 +96,7 @@ def _check_ledger(url: str, budget: float) -> dict[int, str]:
         entries = ledger.entries()
         assert {e.id: e.analyst for e in entries} == spends
         for e in entries:  # pure DP adds up: the plain sum of the spends' ε, in exact arithmetic
-            total[e.analyst] += Fraction(e.item.epsilon(0.0)) * e.count
+            total[e.analyst] += _exact_epsilon(e.item) * e.count
         for analyst, period in ledger.accounts():
             assert total[analyst] <= Fraction(budget), (analyst, float(total[analyst]))
             with Accountant(None, ledger, analyst, period=period) as account:
