@@ -452,3 +452,20 @@ def test_a_budget_change_is_in_force_when_it_returns(server: Server) -> None:
     with Ledger(server.config.with_name("ledger.sqlite")) as ledger:
         stale = ledger.open_account("cut", "all", sdp.PureDP(1.0), reason="a stale request")
     assert stale.budget == sdp.PureDP(0.3)
+
+
+def test_analyst_names_are_not_path_segments(server: Server) -> None:
+    """``.`` and ``..`` (or any name not starting with a letter or digit) are refused: they would be
+    path segments in ``/admin/analysts/{name}``, which clients normalise away."""
+    for name in (".", "..", "-x", "@home"):
+        r = httpx.post(f"{server.url}/admin/analysts", json={"name": name}, headers=admin())
+        assert r.status_code == 422, (name, r.text)
+        assert "starting with a letter or digit" in r.json()["error"]
+
+
+def test_revoking_counts_live_tokens_only(server: Server) -> None:
+    new_analyst(server.url, "tess", "pure:1", ttl_seconds=0.2)
+    httpx.post(f"{server.url}/admin/analysts/tess/tokens", headers=admin())  # a second, no ttl
+    time.sleep(0.3)  # the first has expired
+    r = httpx.delete(f"{server.url}/admin/analysts/tess/tokens", headers=admin())
+    assert r.json()["revoked"] == 1

@@ -44,10 +44,17 @@ def _now() -> datetime:
 
 
 def check_name(name: object) -> str:
-    """An analyst name: 1–64 characters among letters, digits and ``_-.@``."""
-    if not isinstance(name, str) or not 0 < len(name) <= 64 or not set(name) <= _NAME_CHARS:
+    """An analyst name: 1–64 characters among letters, digits and ``_-.@``, starting with a
+    letter or digit (``.`` and ``..`` would be path segments in the admin routes' URLs)."""
+    if (
+        not isinstance(name, str)
+        or not 0 < len(name) <= 64
+        or not set(name) <= _NAME_CHARS
+        or not name[0].isalnum()
+    ):
         raise InvalidParameter(
-            f"name must be 1 to 64 letters, digits or _-.@ characters, got {name!r}"
+            "name must be 1 to 64 letters, digits or _-.@ characters, starting with a letter or "
+            f"digit, got {name!r}"
         )
     return name
 
@@ -134,9 +141,11 @@ class Authenticator:
         with self._db.write() as conn:
             if not conn.execute("SELECT 1 FROM analysts WHERE name = ?", (name,)).fetchone():
                 raise NotFound(f"no analyst {name!r}")
-            cursor = conn.execute(
-                "UPDATE tokens SET revoked_at = ? WHERE analyst = ? AND revoked_at IS NULL",
-                (_now().isoformat(), name),
+            now = _now().isoformat()
+            cursor = conn.execute(  # live tokens only: an expired one is not counted as revoked
+                "UPDATE tokens SET revoked_at = ? WHERE analyst = ? AND revoked_at IS NULL "
+                "AND (expires_at IS NULL OR expires_at > ?)",
+                (now, name, now),
             )
             return int(cursor.rowcount)
 
