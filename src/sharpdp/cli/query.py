@@ -408,7 +408,7 @@ def _run(
         table.add_row(*(format_cell(str(name), value) for name, value in row.items()))
     console.print(table)
     console.print(
-        f"cost ε = {upper(explanation.cost, 4)} ({explanation.route}); "
-        f"spent so far {upper(spent, 4)} of {explanation.budget!r}",
+        f"cost ε = {upper(explanation.cost, 6)} ({explanation.route}); "
+        f"spent so far {upper(spent, 6)} of {explanation.budget!r}",
         highlight=False,
     )
