@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import mpmath
 import pytest
@@ -104,3 +105,20 @@ def test_impossible_and_bad_requests() -> None:
         sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(1.0, 1e-6), method="magic")
     with pytest.raises(sdp.InvalidParameter):
         sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(1.0, 1e-6), sensitivity=-1.0)
+
+
+def test_a_calibrated_gaussian_meets_its_target_both_ways() -> None:
+    """δ(ε) ≤ δ and ε(δ) ≤ ε both hold, so an accountant whose budget is the target accepts the
+    mechanism (16 of 300 random calibrations read ε(δ) ~1e-14 above ε, and were refused)."""
+    rng = random.Random(0)
+    cases = [(4.747483410735286, 1e-6, 6.773732291155524), (3.51209, 1e-9, 1.0)]
+    cases += [
+        (10 ** rng.uniform(-2, 1), 10 ** rng.uniform(-12, -3), 10 ** rng.uniform(-1, 1))
+        for _ in range(60)
+    ]
+    for eps, delta, sensitivity in cases:
+        target = sdp.ApproxDP(eps, delta)
+        g = sdp.calibrate(sdp.Gaussian, target, sensitivity=sensitivity)
+        assert g.delta(eps) <= delta
+        assert g.epsilon(delta) <= eps
+        sdp.Accountant(target).spend(g)

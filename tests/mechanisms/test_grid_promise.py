@@ -8,10 +8,11 @@ import math
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sharpdp as sdp
+from sharpdp.mechanisms import _grid
 
 PROMISE = Fraction(1, 2**30)
 
@@ -104,3 +105,24 @@ def test_the_promise_holds_exactly_in_the_stated_range(
     else:
         assert step < s / 2**49
         assert step > PROMISE * Fraction(sensitivity)
+
+
+def test_rounding_to_the_grid_moves_halves_up() -> None:
+    """Halves round up (numpy's rint sends them to the even neighbour): 0.5 and 1.5, one apart,
+    round one apart (1, 2), not two (0, 2), which would double the Laplace's ε for Δ = γ."""
+    units, _ = _grid.to_grid([0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994, -3.0], 1.0)
+    assert units.tolist() == [1, 2, 3, 0, -1, 0, -3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(-(2.0**40), 2.0**40, allow_nan=False).map(lambda v: math.floor(v * 2) / 2),
+    st.integers(-(2**20), 2**20),
+    st.integers(-40, 10),
+)
+def test_rounding_commutes_with_whole_steps(y: float, shift: int, exponent: int) -> None:
+    """round((y + k)γ / γ) = round(yγ/γ) + k for every integer k, halves included: the rounded
+    query moves by exactly k steps when the query moves by kγ, so Δ_eff = γ⌈Δ/γ⌉ holds."""
+    gamma = 2.0**exponent
+    (a, b), _ = _grid.to_grid([y * gamma, (y + shift) * gamma], gamma)
+    assert b - a == shift

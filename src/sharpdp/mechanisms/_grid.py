@@ -4,9 +4,11 @@ A continuous mechanism cannot be run on a computer as written (Mironov 2012: flo
 leaks the input through its low bits). The Laplace and Gaussian mechanisms therefore release on a
 grid γℤ with γ a power of two:
 
-1. the query value is rounded to the nearest multiple of γ (exact: dividing by a power of two only
-   shifts the exponent, and ``rint`` is exact). Rounding changes the sensitivity: if |x − x′| ≤ Δ
-   then |round(x/γ) − round(x′/γ)| < Δ/γ + 1, an integer, hence ≤ ⌈Δ/γ⌉. So the rounded query has
+1. the query value is rounded to the nearest multiple of γ, halves up (exact: dividing by a power
+   of two only shifts the exponent, and ``rint`` is exact; its ties, which go to the even
+   neighbour, are moved up). Rounding halves up is monotone and commutes with integer shifts, so
+   if |x − x′| ≤ Δ then |round(x/γ) − round(x′/γ)| ≤ ⌈Δ/γ⌉ (ties to even would allow Δ/γ + 1
+   when Δ/γ is odd, e.g. 0.5 and 1.5 rounding to 0 and 2). So the rounded query has
    sensitivity Δ_eff = γ⌈Δ/γ⌉ (= Δ when γ divides Δ, e.g. Δ = 1), and the privacy accounting
    uses Δ_eff;
 2. integer noise is added in grid units, drawn by the exact samplers of
@@ -100,7 +102,13 @@ def check_granularity(name: str, value: object, noise_scale: float) -> float:
 def effective_sensitivity(sensitivity: float, granularity: float) -> float:
     """Δ_eff = γ⌈Δ/γ⌉, the sensitivity of the query rounded to the grid γℤ (rounded up to a float)."""
     exact = math.ceil(Fraction(sensitivity) / Fraction(granularity)) * Fraction(granularity)
-    value = float(exact)
+    try:
+        value = float(exact)
+    except OverflowError:
+        raise InvalidParameter(
+            f"sensitivity {sensitivity!r} rounded up to the grid step {granularity!r} exceeds the "
+            "float range"
+        ) from None
     return math.nextafter(value, math.inf) if Fraction(value) < exact else value
 
 
@@ -118,8 +126,12 @@ def to_grid(value: object, granularity: float) -> tuple[npt.NDArray[np.int64], b
         raise InvalidParameter(f"value must be numeric, got booleans {value!r}")
     if not np.all(np.isfinite(x)):
         raise InvalidParameter(f"value must be finite, got {value!r}")
-    with np.errstate(over="ignore"):  # |x/γ| beyond the float range: rejected just below
-        units = np.rint(x / granularity)  # exact: division by a power of two, exact rounding
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond the float range: rejected below
+        y = x / granularity  # exact: division by a power of two
+        units = np.rint(y)
+        # halves up, not to even: rint's ties go to the even neighbour, so two values Δ apart
+        # (Δ/γ odd) at ties would round Δ/γ + 1 apart; y − rint(y) is exact
+        units = units + ((y - units) == 0.5)
     if units.size and float(np.max(np.abs(units))) >= _MAX_UNITS:
         raise InvalidParameter(
             f"value {value!r} is too large for the grid step {granularity!r} (|value/step| must be "

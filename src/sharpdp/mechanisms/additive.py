@@ -203,12 +203,17 @@ class Gaussian(_OnGrid, Mechanism):
 
     @property
     def rho(self) -> float:
-        """ρ = μ²/2, the zCDP parameter (rounded up)."""
+        """ρ = μ²/2, the zCDP parameter (rounded up; ``inf`` when μ is)."""
+        if math.isinf(self.mu):
+            return math.inf
         return _math.float_up(Fraction(self.mu) ** 2 / 2)
 
     def exact_zcdp(self) -> tuple[Fraction, Fraction] | None:
-        """(Δ_eff²/(2σ²), 0), exactly (Bun–Steinke 2016 Prop 1.6)."""
-        return Fraction(self.effective_sensitivity) ** 2 / (2 * Fraction(self.sigma) ** 2), Fraction(0)
+        """(Δ_eff²/(2σ²), 0), exactly (Bun–Steinke 2016 Prop 1.6); ``None`` when μ overflows."""
+        if math.isinf(self.mu):
+            return None
+        delta_eff, sigma = Fraction(self.effective_sensitivity), Fraction(self.sigma)
+        return delta_eff**2 / (2 * sigma**2), Fraction(0)
 
     def release(self, value: Any, rng: RNGLike = None) -> Any:
         """Release value + N(0, σ²) noise on the grid, exactly (see the class docstring).
