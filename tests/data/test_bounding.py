@@ -257,14 +257,14 @@ def test_sensitivities_derived_from_caps(small: pd.DataFrame) -> None:
     # copies never exceed the number of public keys
     c2 = s.count_by("fruit", keys=fruits[:2], privacy=sdp.PureDP(1.0), max_groups=3)
     assert c2.statistics[0].copies == 2
-    # sum: Δ∞ = m·max(|L|, |U|) in grid steps (a float column: step 2^⌊log2(400/2^20)⌋)
+    # sum: Δ∞ = m·max(|L|, |U|) in grid steps (a float column: step 2^⌊log2(400/2^10)⌋ = 1/4)
     sm = s.sum("amount", bounds=(-300, 100), privacy=sdp.PureDP(1.0), max_rows=2)
-    assert sm.bounding.step == 2.0**-12
-    assert sm.statistics[0].sensitivity == 2 * 300 * 2**12
+    assert sm.bounding.step == 2.0**-2
+    assert sm.statistics[0].sensitivity == 2 * 300 * 2**2
     # mean: the centred doubled sum moves by m·(U − L) grid steps, the count by m
     mn = s.mean("amount", bounds=(0.0, 10.0), privacy=sdp.PureDP(1.0), max_rows=3)
     step = mn.bounding.step
-    assert step == 2.0 ** math.floor(math.log2(10.0 / 2**20))
+    assert step == 2.0 ** math.floor(math.log2(10.0 / 2**10))
     assert mn.statistics[0].sensitivity == 3 * round(10.0 / step)
     assert mn.statistics[1].sensitivity == 3.0
     # top-k: the score range is max_rows (monotonic counts)

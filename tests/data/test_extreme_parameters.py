@@ -86,7 +86,7 @@ def test_mean_stays_within_bounds_off_the_grid() -> None:
     s = sdp.data.Session(df, "person", sdp.PureDP(1e13), seed=0)
     out = s.mean("x", bounds=(0.0, 0.3), privacy=sdp.PureDP(1e12), max_rows=1).run(rng=0)
     frame = out.to_pandas()
-    step = 2.0 ** math.floor(math.log2(0.3 / 2**20))  # the documented default grid
+    step = 2.0 ** math.floor(math.log2(0.3 / 2**10))  # the documented default grid
     inner = math.floor(0.3 / step) * step
     assert frame["mean"].iloc[0] == inner  # every value clamps to the grid's upper bound
     assert 0.3 - step < inner <= 0.3

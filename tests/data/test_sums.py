@@ -88,12 +88,12 @@ def _fruit_mean(
 
 
 def test_huge_epsilon_sum_is_bounded_truth(small: pd.DataFrame, reference: type) -> None:
-    # grid step 2^-14 (the power of two below 110/2^20) for bounds (−10.3, 99.7); Δ = 2·⌊99.7·2^14⌋
-    # steps; scale 3266968/1e11: P[Z ≠ 0] < 1e-1000
+    # grid step 2^-4 (the power of two below 110/2^10) for bounds (−10.3, 99.7); Δ = 2·⌊99.7·2^4⌋
+    # = 3190 steps; scale 3190/1e11: P[Z ≠ 0] < 1e-1000
     s = sdp.data.Session(small, "person", sdp.PureDP(1e12), seed=3)
     q = s.sum("amount", bounds=(-10.3, 99.7), privacy=sdp.PureDP(1e11), max_rows=2)
     step = q.bounding.step
-    assert step == 2.0**-14
+    assert step == 2.0**-4
     kept = _kept_values(small, reference, [], -10.3, 99.7, step, 2, 1, q.bounding.salt)
     r = q.run(rng=0).to_pandas(level=0.99)
     assert r["sum"].iloc[0] == kept["v"].sum() * step
@@ -101,10 +101,10 @@ def test_huge_epsilon_sum_is_bounded_truth(small: pd.DataFrame, reference: type)
 
 
 def test_huge_epsilon_mean_by_key_is_bounded_truth(small: pd.DataFrame, reference: type) -> None:
-    # step 2^-14; the centred sum moves by 3·(100·2^14) doubled steps; scale ≤ 2·3·1638400/5e11
-    # (half of ε per part): P[Z ≠ 0] < 1e-1000
+    # step 2^-4; the centred sum moves by 3·(100·2^4) doubled steps; scale ≤ 2·3·1600/5e11 (half
+    # of ε per part): P[Z ≠ 0] < 1e-1000
     q, kept = _fruit_mean(small, reference, sdp.PureDP(1e13), 4, sdp.PureDP(1e12), 3, 2)
-    assert q.bounding.step == 2.0 ** math.floor(math.log2(100 / 2**20))
+    assert q.bounding.step == 2.0 ** math.floor(math.log2(100 / 2**10))
     want = (kept.groupby("fruit")["v"].mean() * q.bounding.step).to_dict()
     got = q.run(rng=0).to_pandas()
     for fruit, mean, lo, hi in zip(
@@ -213,7 +213,7 @@ def test_zcdp_mean_with_a_wide_discrete_gaussian_is_priced_and_spent(small: pd.D
 
 def test_bounds_far_from_zero_get_a_coarser_grid(small: pd.DataFrame, reference: type) -> None:
     """Bounds far from 0 take the least power of two that keeps both within 2^31 steps of 0
-    (bounds (10^15 − 2^22, 10^15): the (U − L)/2^20 grid would be step 4, but 10^15/2^31 needs
+    (bounds (10^15 − 2^22, 10^15): the (U − L)/2^10 grid would be step 2^12, but 10^15/2^31 needs
     2^ceil(log2(10^15/2^31)) = 2^19). A granularity given too fine says which is the finest."""
     lo, hi = 10**15 - 2**22, 10**15
     # Δ = 2·⌊10^15/2^19⌋ ≈ 3.8e9 steps; ε = 1e14: scale 4e-5, P[Z ≠ 0] < 1e-1000

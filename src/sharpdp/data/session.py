@@ -63,7 +63,7 @@ from sharpdp.mechanisms._samplers import RNGLike
 __all__ = ["Session"]
 
 _TARGETS = (sdp.PureDP, sdp.ApproxDP, sdp.ZCDP, sdp.ApproxZCDP)
-_GRID_BITS = 20  # sums and means: (U − L)/2^20 rounded down to a power of two (integer columns: 1)
+_GRID_BITS = 10  # sums and means: (U − L)/2^10 rounded down to a power of two (integer columns: 1)
 _INTEGER_GRID_BITS = 8  # quantiles: step 1 for integer bounds ≥ 2^8 apart (or an integer column)
 _QUANTILE_CELLS = 1024  # default quantile grid unless integer bounds give step 1 (≤ 2^20 cells)
 _MAX_QUANTILE_CELLS = 2**40
@@ -723,7 +723,7 @@ class Session:
 
         Values are rounded to a grid of step ``granularity`` (default: 1 for an integer column with
         integer bounds; else the power of two just below
-        (U − L)/2^20; coarser when a bound lies over 2^31 steps from 0), so the noise is integer
+        (U − L)/2^10; coarser when a bound lies over 2^31 steps from 0), so the noise is integer
         and exact; see :mod:`sharpdp.data.sums`. The grid's bounds are rounded inwards, so every
         clamped value, and a mean, stays within ``bounds``. Rounding moves each value by less
         than a step (the interval covers the rounded data). NULL values are skipped.
