@@ -216,9 +216,10 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
     δ = ½ e^{−a²/2} (erfcx(−a/√2) − erfcx(−b/√2)), which avoids the underflow of the two tiny terms
     (e^{ε − b²/2} = e^{−a²/2}). For small μ the two terms are nearly equal and their difference
     loses about log₂(1/μ) bits, so the rounding error is added back as a bound: each term's error
-    (≤ 2⁻⁴⁹ of it) and the error of a and b (≤ 4 ulps each) times a bound on the terms' slope in
-    the argument. So the value never falls below the exact δ (a cancellation had put it 0.14%
-    below at μ = 1e-12); at ordinary μ the margin is ~1e-13 of δ or less.
+    (≤ 2⁻⁵⁰ of it; 2⁻⁴⁸ for the erfcx values of the tail) and the error of a and b (≤ 4 ulps each)
+    times a bound on the terms' slope in the argument. So the value never falls below the exact δ
+    (a cancellation had put it 0.14% below at μ = 1e-12); at ordinary μ the margin is ~1e-13 of δ
+    or less.
     """
     if mu == 0.0 or epsilon == math.inf:
         return -math.inf

@@ -38,6 +38,19 @@ def count_by(**extra: Any) -> dict[str, Any]:
     return body
 
 
+def on_value(query: str, bounds: list[float], **extra: Any) -> dict[str, Any]:
+    """A ``query`` ("sum", "mean", "quantile") of the numeric column at pure:0.1."""
+    body: dict[str, Any] = {
+        "dataset": "people",
+        "query": query,
+        "column": "value",
+        "bounds": bounds,
+        "privacy": "pure:0.1",
+    }
+    body.update(extra)
+    return body
+
+
 def ledger_rows(server: Server, analyst: str | None = None) -> int:
     with Ledger(server.config.with_name("ledger.sqlite")) as ledger:
         return len(ledger.entries(analyst))
@@ -268,20 +281,7 @@ def _hostile(server: Server, token: str) -> list[tuple[str, httpx.Response]]:
             "sum without bounds",
             httpx.post(url, json=count_by(query="sum", column="value", keys=None), headers=h),
         ),
-        (
-            "bounds reversed",
-            httpx.post(
-                url,
-                json={
-                    "dataset": "people",
-                    "query": "sum",
-                    "column": "value",
-                    "bounds": [5, 1],
-                    "privacy": "pure:0.1",
-                },
-                headers=h,
-            ),
-        ),
+        ("bounds reversed", httpx.post(url, json=on_value("sum", [5, 1]), headers=h)),
         ("level NaN", httpx.post(url, **_nan_json(count_by(level=float("nan")), h))),
         ("level Infinity", httpx.post(url, **_nan_json(count_by(level=float("inf")), h))),
         ("a lone surrogate key", httpx.post(url, **_nan_json(count_by(keys=["\ud800"]), h))),
@@ -295,32 +295,11 @@ def _hostile(server: Server, token: str) -> list[tuple[str, httpx.Response]]:
         ("epsilon subnormal", httpx.post(url, json=count_by(privacy="pure:1e-320"), headers=h)),
         (
             "quantile bounds overflowing the grid",
-            httpx.post(
-                url,
-                json={
-                    "dataset": "people",
-                    "query": "quantile",
-                    "column": "value",
-                    "q": 0.5,
-                    "bounds": [-1e307, 1e307],
-                    "privacy": "pure:0.1",
-                },
-                headers=h,
-            ),
+            httpx.post(url, json=on_value("quantile", [-1e307, 1e307], q=0.5), headers=h),
         ),
         (
             "sum bounds a subnormal apart",
-            httpx.post(
-                url,
-                json={
-                    "dataset": "people",
-                    "query": "sum",
-                    "column": "value",
-                    "bounds": [0.0, 5e-324],
-                    "privacy": "pure:0.1",
-                },
-                headers=h,
-            ),
+            httpx.post(url, json=on_value("sum", [0.0, 5e-324]), headers=h),
         ),
         ("no token", httpx.post(url, json=count_by())),
         ("forged token", httpx.post(url, json=count_by(), headers=bearer(forged))),
@@ -419,17 +398,11 @@ def test_a_query_its_budget_cannot_pay_for_is_a_422(server: Server) -> None:
 
 
 def test_a_zcdp_account_reads_its_budget_after_a_mean(server: Server) -> None:
-    """A mean under a zCDP target spends two ZCDP items (half each); reading the account then
-    prices each at its own ρ (it failed with "no analysis applies": there is no ZCDP → ZCDP
-    conversion to explain)."""
+    """A mean under a zCDP target is charged as a ZCDP item; reading the account then prices it
+    at its own ρ (it failed with "no analysis applies": there is no ZCDP → ZCDP conversion to
+    explain)."""
     h = bearer(new_analyst(server.url, "zoe", "zcdp:1"))
-    body = {
-        "dataset": "people",
-        "query": "mean",
-        "column": "value",
-        "bounds": [0, 10],
-        "privacy": "zcdp:0.05",
-    }
+    body = on_value("mean", [0, 10], privacy="zcdp:0.05")
     assert httpx.post(f"{server.url}/queries", json=body, headers=h).status_code == 200
     r = httpx.get(f"{server.url}/budget", headers=h)
     assert r.status_code == 200, r.text

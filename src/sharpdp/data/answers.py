@@ -316,9 +316,8 @@ def cell_table(
                 x = t[c].cast("float64")
                 t = t.filter(x.notnull() & ~x.isnan())
         elif c in domains:
-            values = [(v,) for v in domains[c]]
             if whole_rows:
-                t = _bounding.restrict_keys(t, (c,), values)
+                t = _bounding.restrict_keys(t, (c,), [(v,) for v in domains[c]])
             else:
                 t = _bounding.blank_outside(t, c, domains[c])
     unit = query.privacy_unit
@@ -397,12 +396,12 @@ class WorkloadQuery(Query):
                 cell_table(self, self.workload, domains, self.max_rows, self.bounding.salt),
             )
         domains, cells = data
-        if self.workload.query_count(domains) > MAX_ANSWERS:  # only with discovered domains
+        answers = self.workload.query_count(domains)
+        if answers > MAX_ANSWERS:  # only with discovered domains (declared ones: checked before)
             raise InvalidParameter(
-                f"workload: the discovered domains make {self.workload.query_count(domains)} "
-                f"answers, over the limit {MAX_ANSWERS} (2^22); the budget is spent (a domain "
-                "found privately is known only after its paid discovery) — declare domains= to "
-                "have this checked before"
+                f"workload: the discovered domains make {answers} answers, over the limit "
+                f"{MAX_ANSWERS} (2^22); the budget is spent (a domain found privately is known "
+                "only after its paid discovery) — declare domains= to have this checked before"
             )
         rows, truth = self.workload.evaluate(cells, domains)
         if isinstance(self.plan.law, sdp.DiscreteLaplace):

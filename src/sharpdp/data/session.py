@@ -199,7 +199,7 @@ def _representable(
     """Refuse a sum or mean whose released value could overflow double precision.
 
     A key's total is at most 2^32 rows (or persons) of at most ``per_unit`` grid units each (the
-    int64 design of :data:`GRID_LIMIT`), plus noise below :func:`_noise.magnitude` but with
+    int64 design of :data:`GRID_LIMIT`), plus noise below :func:`_noise.magnitude` except with
     probability 2e^{−800}; in value units the product with ``unit`` must stay below
     :data:`RELEASE_LIMIT`. A condition on the parameters alone: nothing about the data.
     """
@@ -766,9 +766,10 @@ class Session:
         v = self._value_setup(column, bounds, by, keys, max_rows, max_groups, granularity)
         step, lo_g, hi_g = v.grid
         rows = 1 if clamp == "person" else v.max_rows
-        sens = rows * max(abs(lo_g), abs(hi_g))
+        per_unit = max(abs(lo_g), abs(hi_g))
+        sens = rows * per_unit
         plan = _noise.calibrate_integer_noise(target, sens, v.copies)
-        _representable("sum", v, max(abs(lo_g), abs(hi_g)), plan.mechanism, step)
+        _representable("sum", v, per_unit, plan.mechanism, step)
         stat = Statistic("sum", plan.mechanism, v.copies, float(sens), plan.route, unit=step)
         return self._value_query(
             SumQuery, "sum", target, v, (stat,), clamp_per=clamp, noise=plan.mechanism
@@ -1300,11 +1301,11 @@ class Session:
             workload, privacy, max_rows
         )
         known = resolve_domains(workload, {})
-        if not workload.needs_domains and workload.query_count(known) > MAX_ANSWERS:
+        answers = 0 if workload.needs_domains else workload.query_count(known)
+        if answers > MAX_ANSWERS:
             raise InvalidParameter(
-                f"workload: {workload.describe_size(known)} are {workload.query_count(known)} "
-                f"answers, over the limit {MAX_ANSWERS} (2^22): fewer columns, values or a "
-                "smaller way"
+                f"workload: {workload.describe_size(known)} are {answers} answers, over the limit "
+                f"{MAX_ANSWERS} (2^22): fewer columns, values or a smaller way"
             )
         c = workload.overlap(known)
         if c == 0:
@@ -1409,12 +1410,12 @@ class Session:
                 "(2^20): declare fewer columns, values or bins"
             )
         if not workload.needs_domains:
-            entries = len(workload.groups(known)) * math.prod(sizes)
-            if entries > MAX_MATRIX:
+            groups, cells = len(workload.groups(known)), math.prod(sizes)
+            if groups * cells > MAX_MATRIX:
                 raise InvalidParameter(
-                    f"MWEM: {len(workload.groups(known))} query groups over {math.prod(sizes)} "
-                    f"cells make a matrix of {entries} entries, over the limit {MAX_MATRIX} "
-                    "(2^25): fewer columns, values or marginals"
+                    f"MWEM: {groups} query groups over {cells} cells make a matrix of "
+                    f"{groups * cells} entries, over the limit {MAX_MATRIX} (2^25): fewer "
+                    "columns, values or marginals"
                 )
         stats = [s for _, q in discovery for s in q.statistics]
         plan: MWEMPlan | AdaptivePlan
