@@ -767,3 +767,135 @@ def test_the_widest_group_is_cut_below_zero_without_changing_the_answer() -> Non
     assert -6.4 - h <= lowest < 0.0
     lo, hi = pld.compose_pld(items, value_discretization=h).delta_bracket(0.3)
     assert lo <= _two_rr_groups_delta(0.2, 400, 1.0, 3, 0.3) <= hi
+
+
+def _exact_run_contents(scale: float, d: int, t: np.ndarray) -> dict[str, list[mp.mpf]]:
+    """Grid contents of the middle atoms z = 1 … d − 1 of a discrete Laplace pair, summed atom by
+    atom in 40-digit arithmetic (losses (d − 2z)A and masses c·e^{−zA}, A = 1/scale exactly)."""
+    mp.mp.dps = 40
+    a = mp.mpf(1) / mp.mpf(scale)
+    c = (1 - mp.e ** (-a)) / (1 + mp.e ** (-a))
+    nodes = [mp.mpf(float(x)) for x in t]
+    out: dict[str, list[mp.mpf]] = {
+        "d": [mp.mpf(0)] * (len(t) - 1),
+        "u": [mp.mpf(0)] * (len(t) - 1),
+    }
+    out["p_low"], out["u_low"], out["eq_up"], out["d_up"] = ([mp.mpf(0)] for _ in range(4))
+    for z in range(1, d):
+        loss, mass = (d - 2 * z) * a, c * mp.e ** (-z * a)
+        if loss < nodes[0]:
+            out["p_low"][0] += mass
+            out["u_low"][0] += mass * (mp.e ** (nodes[0] - loss) - 1)
+        elif loss > nodes[-1]:
+            out["eq_up"][0] += mass * mp.e ** (nodes[-1] - loss)
+            out["d_up"][0] += mass * (1 - mp.e ** (nodes[-1] - loss))
+        else:
+            j = max(i for i in range(len(t) - 1) if nodes[i] <= loss)
+            assert nodes[j] < loss < nodes[j + 1]  # the test's phases put no atom on a node
+            out["d"][j] += mass * (1 - mp.e ** (nodes[j] - loss))
+            out["u"][j] += mass * (mp.e ** (nodes[j + 1] - loss) - 1)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("scale", "d", "cells_per_unit", "reach", "phase"),
+    [
+        (3000.0, 300, 50.0, 1.2, 0.37),  # the grid covers every atom
+        (20000.0, 400, 300.0, 0.5, 0.61),  # atoms above and below the grid
+        (50.0, 250, 2.0, 0.8, 0.13),  # wide losses (ε0 = 5), coarse cells
+        (40000.0, 600, 2000.0, 0.3, 0.9),  # h = 20A: about the narrowest closed-form cells
+    ],
+)
+def test_discrete_laplace_contents_in_closed_form_enclose_the_exact_sums(
+    scale: float, d: int, cells_per_unit: float, reach: float, phase: float
+) -> None:
+    """The closed-form runs of :class:`DiscreteLaplacePair` (O(grid) instead of O(Δ)) against
+    the atom-by-atom sums in 40 digits: every functional within its stated error bound (the end
+    atoms, and those near nodes, go through the generic path and are left out of both)."""
+    pair = pld.pairs.discrete_laplace_pair(scale, d)
+    assert isinstance(pair, pld.pairs.DiscreteLaplacePair)
+    a = 1.0 / scale
+    h = 1.0 / cells_per_unit
+    assert h >= 16 * a
+    top = d * a * reach
+    lo, hi = math.floor(-top / h), math.ceil(top / h)
+    ph = phase * h
+    t = np.arange(lo, hi + 1, dtype=np.int64) * h + ph
+    closed = pair._contents(h, lo, hi, ph)
+    # what the generic path adds for the atoms near nodes and at the ends, subtracted back out
+    zc = (d - t / a) / 2.0
+    near = sorted(
+        {z for c in zc for z in range(math.floor(c) - 1, math.ceil(c) + 2) if 1 <= z <= d - 1}
+    )
+    ls, ms = (np.asarray(v) for v in (pair.losses, pair.masses))
+    listed = np.array([0, 1, *(z + 1 for z in near)], dtype=np.int64)
+    generic = pld.pairs.GridContents.empty(h, lo, hi, ph, 0.0)
+    pld.pairs._add_atoms(generic, ls[listed], ms[listed], pair.rel_err)
+    exact = _exact_run_contents(scale, d, t)
+    excluded = set(near)
+    # the exact sums over the atoms the closed form summed (all middle atoms not listed)
+    for z in excluded:
+        loss = (d - 2 * z) * (mp.mpf(1) / mp.mpf(scale))
+        mass = (1 - mp.e ** (-1 / mp.mpf(scale))) / (1 + mp.e ** (-1 / mp.mpf(scale)))
+        mass *= mp.e ** (-z / mp.mpf(scale))
+        nodes = [mp.mpf(float(x)) for x in t]
+        if loss < nodes[0]:
+            exact["p_low"][0] -= mass
+            exact["u_low"][0] -= mass * (mp.e ** (nodes[0] - loss) - 1)
+        elif loss > nodes[-1]:
+            exact["eq_up"][0] -= mass * mp.e ** (nodes[-1] - loss)
+            exact["d_up"][0] -= mass * (1 - mp.e ** (nodes[-1] - loss))
+        else:
+            j = max(i for i in range(len(t) - 1) if nodes[i] <= loss)
+            exact["d"][j] -= mass * (1 - mp.e ** (nodes[j] - loss))
+            exact["u"][j] -= mass * (mp.e ** (nodes[j + 1] - loss) - 1)
+    checked = 0
+    for name in ("d", "u", "p_low", "u_low", "eq_up", "d_up"):
+        got = np.atleast_1d(getattr(closed, name)) - np.atleast_1d(getattr(generic, name))
+        err = np.atleast_1d(getattr(closed, name + "_err")) + np.atleast_1d(
+            getattr(generic, name + "_err")
+        )
+        for g, e, x in zip(got.tolist(), err.tolist(), exact[name], strict=True):
+            assert abs(g - float(x)) <= e + 1e-300, (name, g, float(x), e)
+            assert e <= 1e-10 * max(abs(float(x)), 1e-300) + 1e-300  # and the bound is tight
+            checked += x != 0
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_discrete_laplace_contents_in_closed_form_match_the_atom_by_atom_sums(seed: int) -> None:
+    """Wide pairs (Δ up to 2·10⁵) on random grids and phases, on-node atoms included: the closed
+    form and the generic atom-by-atom path agree within the sum of their error bounds."""
+    rng = np.random.default_rng(seed)
+    for _ in range(10):
+        d = int(rng.integers(64, 200_000))
+        eps0 = float(10 ** rng.uniform(-3, 1.3))
+        pair = pld.pairs.discrete_laplace_pair(d / eps0, d)
+        a = eps0 / d
+        h = float(a * 10 ** rng.uniform(1.2, 4.0))
+        span = d * a * float(rng.uniform(0.3, 1.3))
+        lo, hi = math.floor(-span / h), max(math.ceil(span * rng.uniform(0.3, 1.3) / h), 2)
+        ph = pair.phase(h) if rng.random() < 0.5 else float(rng.uniform(0, h))
+        closed = pair._contents(h, lo, hi, ph)
+        atomwise = pld.pairs.FinitePair._contents(pair, h, lo, hi, ph)
+        for name in ("atoms", "d", "u", "p_low", "u_low", "eq_up", "d_up"):
+            v1, v2 = np.atleast_1d(getattr(closed, name)), np.atleast_1d(getattr(atomwise, name))
+            e1 = np.atleast_1d(getattr(closed, name + "_err"))
+            e2 = np.atleast_1d(getattr(atomwise, name + "_err"))
+            assert np.all(np.abs(v1 - v2) <= e1 + e2 + 1e-300), (name, d, eps0, h / a)
+
+
+def test_wide_pairs_hash_cheaply_and_consistently() -> None:
+    """Pairs key the composition caches: equal pairs hash alike (built twice, not cached), and
+    pairs that differ only past their first atoms are told apart by equality."""
+    pld.pairs.discrete_laplace_pair.cache_clear()
+    p1 = pld.pairs.discrete_laplace_pair(1000.0, 5000)
+    pld.pairs.discrete_laplace_pair.cache_clear()
+    p2 = pld.pairs.discrete_laplace_pair(1000.0, 5000)
+    assert p1 is not p2
+    assert p1 == p2
+    assert hash(p1) == hash(p2)
+    base = pld.pairs.FinitePair((1.0, 0.5, 0.2, 0.1, 0.0, -0.3), (0.1,) * 5 + (0.5,))
+    other = pld.pairs.FinitePair((1.0, 0.5, 0.2, 0.1, 0.0, -0.4), (0.1,) * 5 + (0.5,))
+    assert base != other
+    assert len({base: 1, other: 2}) == 2

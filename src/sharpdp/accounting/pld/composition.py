@@ -54,6 +54,9 @@ MAX_REFINEMENTS = 6
 _FIRST_ORDER = 1.5
 
 _GROUP_CACHE_BINS = 2**21
+#: A single item with this many atoms is cached too: its discretisation reads every atom (a wide
+#: discrete Laplace lists millions, ~80 ms), and a ledger's compositions repeat on the same grids.
+_CACHED_ATOMS = 2**12
 _group_cache: OrderedDict[tuple[object, ...], DiscretePLD] = OrderedDict()
 _group_cache_lock = threading.Lock()
 _group_cache_size = [0]
@@ -77,14 +80,14 @@ def _group_pld(
     floor: float,
 ) -> DiscretePLD:
     """The PLD of ``count`` copies of ``pair`` on the grid of spacing h, without what lies below
-    loss ``floor`` (moved up or dropped, see :func:`_truncate`). Groups of count ≥ 2 are cached
-    (read-only) in :data:`_group_cache`.
+    loss ``floor`` (moved up or dropped, see :func:`_truncate`). Groups of count ≥ 2, and single
+    items listing many atoms, are cached (read-only) in :data:`_group_cache`.
 
     A pair whose atoms lie on a lattice incommensurate with h is first self-composed on its own
     aligned grid (spacing a/⌈a/h⌉, where the discretisation of its atoms is exact), then regridded
     once: one discretisation error for the whole group instead of one per copy.
     """
-    if count < 2:
+    if count < 2 and pair.atom_count() < _CACHED_ATOMS:
         q = discretise(pair, h, pessimistic=pessimistic, tilt=tilt)
         return _truncate(q, tail, floor=floor) if floor > -math.inf else q
     key = (pair, count, h, tilt, pessimistic, tail, floor)
@@ -94,7 +97,10 @@ def _group_pld(
             _group_cache.move_to_end(key)
             return hit
     a = pair.lattice()
-    if a is not None and a >= 2.0 * h and not _commensurate(a, h):
+    if count < 2:
+        q = discretise(pair, h, pessimistic=pessimistic, tilt=tilt)
+        q = _truncate(q, tail, floor=floor) if floor > -math.inf else q
+    elif a is not None and a >= 2.0 * h and not _commensurate(a, h):
         h_g = a / math.ceil(a / h * (1.0 - 1e-12))
         q = discretise(pair, h_g, pessimistic=pessimistic, tilt=tilt)
         q = _truncate(_regrid(_power(q, count, tail, floor=floor), h), tail, floor=floor)
