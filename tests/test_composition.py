@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import mpmath
 import pytest
@@ -97,6 +98,28 @@ def test_max_compositions_of_exponential_mechanisms() -> None:
     assert max_compositions(sdp.Exponential(0.025), budget, adaptive=False) == 359
     assert max_compositions(sdp.PureDP(0.05), budget) == 26
     assert max_compositions(sdp.PureDP(2.0), budget) == 0
+
+
+def test_max_compositions_under_a_zcdp_budget_divides_exactly() -> None:
+    """A zCDP budget ρ holds ⌊ρ/ρ_i⌋ items (Bun–Steinke 2016 Lemma 2.3), ρ_i exact where known:
+    Gaussian(σ = 4) has ρ_i = 1/32 (Δ²/2σ²), so 0.5 holds exactly 16; ε-DP items carry
+    ε·tanh(ε/2) (Steinke 2024); free items and (ε, δ) items are refused by name. The count is
+    the accountant's: k spends fit, the (k + 1)-th is refused."""
+    assert max_compositions(sdp.Gaussian(4.0), sdp.ZCDP(0.5)) == 16
+    assert max_compositions(sdp.Gaussian(4.0), sdp.ZCDP(0.5 - 1e-12)) == 15
+    assert max_compositions(sdp.PureDP(0.1), sdp.ZCDP(0.5)) == math.floor(
+        Fraction(0.5) / Fraction(0.1 * math.tanh(0.05))
+    )
+    with pytest.raises(sdp.NumericalError, match="free"):
+        max_compositions(sdp.ZCDP(0.0), sdp.ZCDP(1.0))
+    with pytest.raises(sdp.NotImplied):
+        max_compositions(sdp.ApproxDP(1.0, 1e-6), sdp.ZCDP(1.0))
+    item, budget = sdp.Gaussian(3.0, sensitivity=2.0), sdp.ZCDP(0.7)
+    k = max_compositions(item, budget)
+    acc = sdp.Accountant(budget)
+    acc.spend(item, count=k)
+    with pytest.raises(sdp.BudgetExceeded):
+        acc.spend(item)
 
 
 def test_explain_lists_every_analysis_and_the_winner() -> None:

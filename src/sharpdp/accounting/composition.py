@@ -34,7 +34,7 @@ from sharpdp.accounting._items import Composed, Item, Items, normalise
 from sharpdp.accounting.analyses.rdp import RDPSum
 from sharpdp.accounting.registry import Analysis, Refinable, all_analyses
 from sharpdp.errors import AccuracyNotReached, InvalidParameter, NotImplied, NumericalError
-from sharpdp.guarantees import ApproxDP, Guarantee
+from sharpdp.guarantees import ZCDP, ApproxDP, Guarantee
 
 if TYPE_CHECKING:
     from sharpdp.accounting.clt import CLTEstimate
@@ -357,21 +357,31 @@ def compose(items: Iterable[Item], adaptive: bool = True, *, accuracy: float = 1
 
 
 def max_compositions(item: Guarantee, budget: Guarantee, adaptive: bool = True) -> int:
-    """The largest k such that k copies of ``item`` fit ``budget`` (``ApproxDP`` or ``PureDP``).
+    """The largest k such that k copies of ``item`` fit ``budget`` (``ApproxDP``, ``PureDP`` or
+    ``ZCDP``).
 
     Example: exponential mechanisms at ε0 = 0.025 within (1, 1e-6): 359 non-adaptively (DDR20)
     against 26 by the classical 2ε0-DP analysis (Kairouz–Oh–Viswanath 2015, Thm 3.3, on
-    2ε0-DP items) — the gain Dong–Durfee–Rogers 2020 (Thm 3) make possible.
+    2ε0-DP items) — the gain Dong–Durfee–Rogers 2020 (Thm 3) make possible. A zCDP budget
+    (ρ, ξ) holds k items of (ρ_i, ξ_i) iff kρ_i ≤ ρ and k(ξ_i + ρ_i) ≤ ξ + ρ (zCDP composes by
+    addition, Bun–Steinke 2016 Lemma 2.3, adaptively), with ρ_i the item's sharpest zCDP
+    parameter summed exactly, as an :class:`~sharpdp.accounting.Accountant` with that budget
+    sums it.
+
+    Raises:
+        NumericalError: more than 2⁴⁰ copies fit (the item is free or nearly so).
     """
     if not isinstance(item, Guarantee):
         raise InvalidParameter(f"item must be a sharpdp guarantee or mechanism, got {item!r}")
+    if isinstance(budget, ZCDP):
+        return _max_zcdp_compositions(item, budget)
     if not isinstance(budget, ApproxDP):
         from sharpdp.guarantees import PureDP
 
         if isinstance(budget, PureDP):
             budget = ApproxDP(budget.epsilon_, 0.0)
         else:
-            raise InvalidParameter(f"budget must be ApproxDP or PureDP, got {budget!r}")
+            raise InvalidParameter(f"budget must be ApproxDP, PureDP or ZCDP, got {budget!r}")
 
     def fits(k: int) -> bool:
         # (ε, δ)-DP holds iff some valid analysis certifies δ(ε) ≤ δ: one evaluation, no inversion
@@ -392,3 +402,28 @@ def max_compositions(item: Guarantee, budget: Guarantee, adaptive: bool = True) 
         else:
             hi = mid
     return lo
+
+
+def _max_zcdp_compositions(item: Guarantee, budget: ZCDP) -> int:
+    """:func:`max_compositions` for a zCDP budget: exact rational division."""
+    from fractions import Fraction
+
+    from sharpdp.conversions import convert
+
+    exact = item.exact_zcdp()
+    if exact is None:
+        z = convert(item, ZCDP)
+        if z.rho == math.inf:
+            return 0
+        exact = (Fraction(z.rho), Fraction(z.xi))
+    rho, xi = exact
+    if budget.rho == math.inf:
+        raise NumericalError("more than 2**40 compositions fit: the budget is unbounded")
+    limits = [
+        Fraction(budget.rho) / rho if rho > 0 else None,
+        (Fraction(budget.xi) + Fraction(budget.rho)) / (xi + rho) if xi + rho > 0 else None,
+    ]
+    finite = [math.floor(x) for x in limits if x is not None]
+    if not finite or min(finite) > 2**40:
+        raise NumericalError("more than 2**40 compositions fit: the item is (nearly) free")
+    return min(finite)
