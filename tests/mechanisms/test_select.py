@@ -232,3 +232,58 @@ def test_bad_k_size_and_rng_raise() -> None:
         sdp.Exponential(1.0).select([1.0, 2.0], size=-1)
     with pytest.raises(sdp.InvalidParameter, match="rng"):
         sdp.Exponential(1.0).select([1.0, 2.0], rng="seed")  # type: ignore[call-overload]
+
+
+def _softmax_at_50_digits(c: mpmath.mpf, scores: Sequence[float]) -> list[float]:
+    """P[r] ∝ e^{c·q_r}, in 50-digit arithmetic from the exact scores (no float difference)."""
+    with mpmath.workdps(50):
+        q = [mpmath.mpf(x) for x in scores]
+        top = max(q)
+        w = [mpmath.e ** (c * (x - top)) for x in q]
+        total = mpmath.fsum(w)
+        return [float(x / total) for x in w]
+
+
+@pytest.mark.parametrize(
+    ("sensitivity", "scores"),
+    [
+        (1e308, [-1.7e308, 1.7e308]),  # q − max q overflows, c = 5e-309 < 1: offset −1.7
+        (1e308, [-0.7e308, 0.7e308]),  # its neighbour (each score moved by 1e308 = Δ)
+        (5e-324, [0.0, 5e-324]),  # c = 1e323 beyond the float range: offset −0.5
+    ],
+)
+def test_selection_at_the_ends_of_the_float_range_keeps_its_law(
+    sensitivity: float, scores: list[float]
+) -> None:
+    """The exponential mechanism, top-k and report-noisy-max (exponential and Laplace noise) draw
+    from their exact laws where the float offset c·(q − max q) used to overflow to −inf (so that
+    a candidate of moderate offset was never drawn and the privacy loss was infinite): draws
+    against 50-digit softmax values, chi-square at false-failure 1e-6 each."""
+    c = mpmath.mpf(1) / (2 * mpmath.mpf(sensitivity))
+    law = _softmax_at_50_digits(c, scores)
+    assert 0.05 < law[0] < 0.5  # the loser is not negligible
+    em = sdp.Exponential(1.0, sensitivity=sensitivity)
+    np.testing.assert_allclose(em.probabilities(scores), law, rtol=1e-12)
+    assert_law(list(em.select(scores, rng=11, size=20_000)), dict(enumerate(law)))
+    top = sdp.TopK(1, 1.0, sensitivity)
+    assert_law([int(r[0]) for r in top.select(scores, rng=12, size=20_000)], dict(enumerate(law)))
+    for noise in ("exponential", "laplace"):
+        rnm = sdp.ReportNoisyMax(1.0, noise, sensitivity)
+        p = rnm.probabilities(scores)
+        assert p[0] > 0.05
+        assert_law(list(rnm.select(scores, rng=13, size=20_000)), dict(enumerate(p)))
+
+
+def test_the_exact_audit_sees_the_law_at_the_ends_of_the_float_range() -> None:
+    """The audit's law is computed from exact rationals: on the neighbours above its max
+    divergence is the 50-digit value (≤ ε = 1), where a coefficient 2Δ that overflowed had made
+    both laws uniform (divergence 0) and float offsets had made it infinite."""
+    em = sdp.Exponential(1.0, sensitivity=1e308)
+    q, q2 = [-1.7e308, 1.7e308], [-0.7e308, 0.7e308]
+    c = mpmath.mpf(1) / (2 * mpmath.mpf(1e308))
+    p, p2 = _softmax_at_50_digits(c, q), _softmax_at_50_digits(c, q2)
+    want = max(abs(math.log(a / b)) for a, b in zip(p, p2, strict=True))
+    got = sdp.audit.exact(em, q, q2).max_divergence()
+    assert got == pytest.approx(want, rel=1e-9)
+    assert got <= 1.0
+    assert em.coefficient == pytest.approx(5e-309, rel=1e-15)

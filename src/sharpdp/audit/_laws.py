@@ -24,6 +24,7 @@ import itertools
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
@@ -375,24 +376,28 @@ def _log_softmax(logits: FloatArray) -> FloatArray:
     return np.asarray(logits - _log_sum_exp(logits))
 
 
-def _logits(coefficient: float, q: FloatArray) -> FloatArray:
-    """c·(q − max q) with −inf kept; c = ∞ keeps only the maxima, c = 0 is uniform on the finite.
+def _logit(c: Fraction | None, score: float, top: float) -> float:
+    """c·(score − top) for finite scores, from exact rationals (c = ``None`` is ∞: 0 for the
+    maxima, −inf for the rest; c = 0: 0). Below the float range it is −inf, its limit (the
+    weight e^{c(q − max q)} underflows to 0); no float difference or product is formed, so no
+    overflow of q − max q or of c stands for a value that has none."""
+    if c is None:
+        return 0.0 if score == top else -math.inf
+    try:
+        return float(c * (Fraction(score) - Fraction(top)))
+    except OverflowError:
+        return -math.inf
 
-    All −inf (nothing left) gives all −inf. Overflows of q − max q or of the product are −inf,
-    their limit (the weight e^{c(q − max q)} underflows to 0).
-    """
-    if np.all(np.isneginf(q)):
-        return np.full(q.shape, -np.inf)
-    with np.errstate(over="ignore"):
-        shifted = q - np.max(q)
-    if math.isinf(coefficient):
-        return np.where(shifted == 0.0, 0.0, -np.inf)
-    if coefficient == 0.0:
-        return np.where(np.isneginf(q), -np.inf, 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.where(
-            np.isneginf(shifted), -np.inf, coefficient * np.where(np.isneginf(q), 0, shifted)
-        )
+
+def _logits(coefficient: Fraction | None, q: FloatArray) -> FloatArray:
+    """c·(q − max q) with −inf kept (:func:`_logit` for each finite score); all −inf (nothing
+    left) gives all −inf."""
+    out = np.full(q.shape, -np.inf)
+    live = np.flatnonzero(~np.isneginf(q))
+    if live.size:
+        top = float(np.max(q[live]))
+        out[live] = [_logit(coefficient, float(q[i]), top) for i in live]
+    return out
 
 
 def _scores(name: str, value: object) -> FloatArray:
@@ -426,7 +431,7 @@ _SCORES_RELATION = "score vectors of one shape differing by at most the sensitiv
 
 def _exponential_law(mechanism: Any, x: object) -> FiniteLaw:
     # P[y] ∝ exp(c·q_y), computed as a log-softmax (the definition, in log space).
-    return FiniteLaw(_log_softmax(_logits(float(mechanism.coefficient), _scores("x", x))))
+    return FiniteLaw(_log_softmax(_logits(mechanism.exact_coefficient, _scores("x", x))))
 
 
 def _register_selection() -> None:
@@ -462,26 +467,31 @@ def _register_selection() -> None:
             )
         tuples = np.array(list(itertools.permutations(range(q.size), k)), dtype=np.intp)
         return FiniteLaw(
-            _peeling_log_law(float(mechanism.coefficient), q, tuples),
+            _peeling_log_law(mechanism.exact_coefficient, q, tuples),
             tuple(map(tuple, tuples.tolist())),
         )
 
 
-def _row_logits(coefficient: float, scores: FloatArray) -> FloatArray:
-    """:func:`_logits` of every row of a 2-D array (rows with nothing left are all −inf)."""
+def _row_logits(coefficient: Fraction | None, scores: FloatArray, q: FloatArray) -> FloatArray:
+    """:func:`_logits` of every row of a 2-D array whose rows are ``q`` with some entries set
+    to −inf (rows with nothing left are all −inf). A row's best score is one of q's, so the
+    exact logits are tabled once per best score that occurs."""
     dead = np.isneginf(scores)
-    with np.errstate(over="ignore", invalid="ignore"):  # −inf − (−inf) only on dead entries
-        shifted = scores - np.max(scores, axis=1, keepdims=True)
-        if math.isinf(coefficient):
-            return np.where(~dead & (shifted == 0.0), 0.0, -np.inf)
-        if coefficient == 0.0:
-            return np.where(dead, -np.inf, 0.0)
-        scaled = coefficient * shifted
-    return np.where(dead | np.isneginf(scaled), -np.inf, scaled)
+    out = np.full(scores.shape, -np.inf)
+    alive = ~dead.all(axis=1)
+    best = np.argmax(np.where(dead, -np.inf, scores), axis=1)  # the column of the row's top
+    finite = np.flatnonzero(~np.isneginf(q))
+    for j in np.unique(best[alive]):
+        top = float(q[j])
+        column = np.full(q.shape, -np.inf)
+        column[finite] = [_logit(coefficient, float(q[i]), top) for i in finite]
+        rows = alive & (q[best] == top)
+        out[rows] = np.where(dead[rows], -np.inf, column[None, :])
+    return out
 
 
 def _peeling_log_law(
-    coefficient: float, q: FloatArray, tuples: npt.NDArray[np.intp]
+    coefficient: Fraction | None, q: FloatArray, tuples: npt.NDArray[np.intp]
 ) -> FloatArray:
     """log P[(i1..ik)] = Σ_j log softmax of round j for every ordered tuple.
 
@@ -495,7 +505,7 @@ def _peeling_log_law(
     out = np.zeros(m)
     for j in range(k):
         chosen = tuples[:, j]
-        logits = _row_logits(coefficient, remaining)
+        logits = _row_logits(coefficient, remaining, q)
         with np.errstate(divide="ignore"):  # a row with nothing left has probability 0
             norm = np.log(np.sum(np.exp(logits), axis=1))  # logits ≤ 0 with max 0: stable
         pick = logits[rows, chosen]

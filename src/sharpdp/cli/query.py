@@ -66,7 +66,8 @@ def _floats(text: str, option: str, n: int) -> tuple[float, ...]:
 
 
 def _list(text: str | None) -> list[str] | None:
-    return None if text is None else [v for v in text.split(",") if v != ""]
+    """A comma-separated option as its items, spaces around each ignored (``AA, DL``)."""
+    return None if text is None else [v.strip() for v in text.split(",") if v.strip() != ""]
 
 
 _BOOLEANS = {"true": True, "false": False, "1": True, "0": False}

@@ -65,7 +65,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Noise", "Offsets", "race"]
+__all__ = ["Noise", "Offsets", "race", "scaled_gaps"]
 
 Noise = Literal["gumbel", "exponential", "laplace"]
 FloatArray = npt.NDArray[np.float64]
@@ -87,8 +87,9 @@ class Offsets:
     """The offsets a_r = c·(q_r − q*) of the live candidates, in float and exactly on demand.
 
     Attributes:
-        approx: float64 values of a_r (``-inf`` only if the float product overflowed; the
-            candidate is still live and its exact value is used when it matters).
+        approx: float64 values of a_r (``-inf`` only where a_r < −DBL_MAX, see
+            :func:`scaled_gaps`; the candidate is still live and its exact value is used when it
+            matters).
         index: the original index of each live candidate (``None``: position i is index i).
         exact: a_r as a Fraction for candidate position i (position in ``approx``).
         slack: an absolute bound on |approx − a_r| beyond the error model of ``_TAU`` (0 for
@@ -109,6 +110,43 @@ class Offsets:
         return np.asarray(self.index[positions], dtype=np.int64)
 
 
+def scaled_gaps(q: FloatArray, c: Fraction | None) -> FloatArray:
+    """c·(q − max q) in float64 for scores q (finite or −inf, not all −inf) and an exact c ≥ 0
+    (``None``: c = ∞, which keeps the maxima at 0 and sends the rest to −inf; c = 0 gives 0).
+
+    With c = c_m·2^m (c_m in [1, 2], rounded once), each value is ldexp(q − max q, m)·c_m: three
+    roundings in all, and never an overflow that the true value does not have. Where q − max q
+    itself overflows (|q| + |max q| beyond the float range, scores of both signs) it is taken as
+    ldexp(q, m) − ldexp(max q, m) when m < 0 (a scaled difference, finite), and is −inf when
+    m ≥ 0 (then |c·(q − max q)| exceeds the float range). Multiplying the float difference by a
+    float c instead made c·(q − max q) = −inf for c < 1 (its factor overflowed) and for c
+    beyond the float range (a subnormal Δ): candidates with a moderate offset never won.
+    """
+    out = np.full(q.shape, -np.inf)
+    finite = ~np.isneginf(q)
+    qf = q[finite]
+    top = float(np.max(qf))
+    if c is None:
+        out[finite] = np.where(qf == top, 0.0, -np.inf)
+        return out
+    if c == 0:
+        out[finite] = 0.0
+        return out
+    m = c.numerator.bit_length() - c.denominator.bit_length()
+    ratio = c / Fraction(2) ** m
+    if ratio < 1:
+        ratio, m = ratio * 2, m - 1
+    c_m = float(ratio)  # in [1, 2]: correctly rounded
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = qf - top
+        scaled = np.ldexp(gap, m)
+        over = np.isneginf(gap)
+        if m < 0 and over.any():
+            scaled[over] = np.ldexp(qf[over], m) - math.ldexp(top, m)
+        out[finite] = scaled * c_m
+    return out
+
+
 def offsets(q: FloatArray, c_num: Fraction | None) -> Offsets:
     """Offsets for scores q (finite or −inf) and coefficient c = ``c_num`` (None means c = ∞).
 
@@ -125,15 +163,7 @@ def offsets(q: FloatArray, c_num: Fraction | None) -> Offsets:
         keep = np.flatnonzero(ql == top).astype(np.int64)
         chosen = keep if live is None else live[keep]
         return Offsets(np.zeros(chosen.size), chosen, lambda i: Fraction(0))
-    try:
-        c_float = float(c_num)
-    except OverflowError:  # c beyond the float range (e.g. ε/Δ with a subnormal Δ)
-        c_float = math.inf
-    with np.errstate(over="ignore", invalid="ignore"):
-        approx = np.subtract(ql, top, dtype=np.float64)
-        np.multiply(approx, c_float, out=approx)
-    if c_float == 0.0 or math.isinf(c_float):
-        approx[np.isnan(approx)] = 0.0  # c = 0 with an overflowed difference: the offset is 0
+    approx = scaled_gaps(ql, c_num)
     top_exact = Fraction(top)
 
     def exact(i: int) -> Fraction:

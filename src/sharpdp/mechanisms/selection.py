@@ -58,11 +58,24 @@ def as_scores(scores: object, name: str = "scores") -> FloatArray:
     return q
 
 
-def _coefficient(epsilon: float, sensitivity: float, monotonic: bool) -> float:
-    """c in P[y] ∝ exp(c·q_y): ε/(2Δ), or ε/Δ for monotonic scores."""
+def _exact_coefficient(epsilon: float, sensitivity: float, monotonic: bool) -> Fraction | None:
+    """c in P[y] ∝ exp(c·q_y) as an exact rational: ε/(2Δ), or ε/Δ for monotonic scores
+    (``None``: c = ∞, Δ = 0 with ε > 0; c = 0 for Δ = ε = 0, no information)."""
     if sensitivity == 0.0:
-        return math.inf if epsilon > 0 else 0.0
-    return epsilon / (sensitivity if monotonic else 2.0 * sensitivity)
+        return None if epsilon > 0 else Fraction(0)
+    return Fraction(epsilon) / (Fraction(sensitivity) * (1 if monotonic else 2))
+
+
+def _coefficient(epsilon: float, sensitivity: float, monotonic: bool) -> float:
+    """c in P[y] ∝ exp(c·q_y): ε/(2Δ), or ε/Δ for monotonic scores, rounded to a float (inf
+    beyond the float range; 2Δ is not formed, so Δ = 1e308 gives 5e-309, not 0)."""
+    c = _exact_coefficient(epsilon, sensitivity, monotonic)
+    if c is None:
+        return math.inf
+    try:
+        return float(c)
+    except OverflowError:
+        return math.inf
 
 
 def _softmax(logits: FloatArray) -> FloatArray:
@@ -71,15 +84,12 @@ def _softmax(logits: FloatArray) -> FloatArray:
     return np.asarray(w / w.sum(), dtype=np.float64)
 
 
-def _scaled(c: float, q: FloatArray) -> FloatArray:
-    """c·(q − max q) with −inf kept and c = inf handled (a uniform choice among the maxima)."""
-    # q − max q and c·(q − max q) are ≤ 0; where they overflow, −inf (weight 0) is the limit.
-    with np.errstate(over="ignore"):
-        shifted = q - np.max(q)
-    if math.isinf(c):
-        return np.where(shifted == 0.0, 0.0, -np.inf)
-    with np.errstate(invalid="ignore", over="ignore"):
-        return np.where(np.isneginf(shifted), -np.inf, c * shifted)
+def _scaled(c: Fraction | None, q: FloatArray) -> FloatArray:
+    """c·(q − max q) with −inf kept and c = ∞ (``None``) a uniform choice among the maxima,
+    without spurious overflows (:func:`~sharpdp.mechanisms._race.scaled_gaps`)."""
+    if np.all(np.isneginf(q)):
+        return np.full(q.shape, -np.inf)
+    return _race.scaled_gaps(q, c)
 
 
 def _check_monotonic(monotonic: object) -> bool:
@@ -114,12 +124,9 @@ def _sample(
     if k > live:
         raise InvalidParameter(f"k={k} exceeds the {live} candidates with a finite score")
     gen = as_generator(rng)
-    if sensitivity == 0.0 and epsilon > 0.0:
+    c = _exact_coefficient(epsilon, sensitivity, monotonic)
+    if c is None:
         return _sort_select(q, k, gen, m)  # c = ∞: the top scores, ties broken uniformly
-    if sensitivity == 0.0:  # and ε = 0: no information, uniform (c = 0 by convention)
-        c = Fraction(0)
-    else:
-        c = Fraction(epsilon) / (Fraction(sensitivity) * (1 if monotonic else 2))
     return _race.race(_race.offsets(q, c), k, noise, gen, m)
 
 
@@ -194,6 +201,11 @@ class _ScoreSelection(Mechanism):
         """c in P[y] ∝ exp(c·q_y) (or the acceptance probability exp(c(q_y − q*)))."""
         return _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
 
+    @property
+    def exact_coefficient(self) -> Fraction | None:
+        """:attr:`coefficient` as an exact rational (``None``: c = ∞)."""
+        return _exact_coefficient(self.epsilon_, self.sensitivity, self.monotonic)
+
 
 @dataclass(frozen=True, slots=True, init=False, repr=False)
 class Exponential(_SelectsOne, _ScoreSelection):
@@ -214,7 +226,7 @@ class Exponential(_SelectsOne, _ScoreSelection):
 
     def probabilities(self, scores: Sequence[float] | FloatArray) -> FloatArray:
         """The exact output law (softmax of c·q, evaluated in float64 with the max subtracted)."""
-        return _softmax(_scaled(self.coefficient, as_scores(scores)))
+        return _softmax(_scaled(self.exact_coefficient, as_scores(scores)))
 
     def _race_noise(self) -> _race.Noise:
         return "gumbel"
@@ -285,7 +297,7 @@ class PermuteAndFlip(_SelectsOne, _ScoreSelection):
                 f"permute-and-flip's exact law is computed for at most {PF_EXACT_LIMIT} candidates, "
                 f"got {q.size}"
             )
-        p = np.exp(_scaled(self.coefficient, q))
+        p = np.exp(_scaled(self.exact_coefficient, q))
         return _permute_and_flip_law(p)
 
     def _race_noise(self) -> _race.Noise:
@@ -363,9 +375,8 @@ class ReportNoisyMax(_SelectsOne, Mechanism):
         if eq is not None:
             return eq.probabilities(scores)
         q = as_scores(scores)
-        return _laplace_noisy_max_law(
-            q, _coefficient(self.epsilon_, self.sensitivity, self.monotonic)
-        )
+        c = _exact_coefficient(self.epsilon_, self.sensitivity, self.monotonic)
+        return _laplace_noisy_max_law(q, c)
 
     def _race_noise(self) -> _race.Noise:
         return self.noise
@@ -408,7 +419,7 @@ def report_noisy_max_to_zcdp(m: ReportNoisyMax) -> ZCDP:
     return convert(report_noisy_max_to_bounded_range(m), ZCDP)
 
 
-def _laplace_noisy_max_law(q: FloatArray, c: float) -> FloatArray:
+def _laplace_noisy_max_law(q: FloatArray, c: Fraction | None) -> FloatArray:
     """Law of argmax_r c·q_r + L_r, with L_r i.i.d. standard Laplace (density e^{−|x|}/2).
 
     Computed on z = c·(q − max q) ≤ 0 (the argmax is invariant under the shift and the scaling by
@@ -501,7 +512,7 @@ class TopK(_ScoreSelection):
         rest = q.copy()
         log_p = 0.0
         for i in items:
-            logits = _scaled(self.coefficient, rest)
+            logits = _scaled(self.exact_coefficient, rest)
             if not math.isfinite(logits[i]):
                 return 0.0
             log_p += float(logits[i]) - math.log(float(np.exp(logits).sum()))
