@@ -201,3 +201,17 @@ def test_bad_data_is_named(counts: list[float], nxt: int, name: str) -> None:
     m = LimitDom(2, 3, 1.0, 1e-6)
     with pytest.raises(sdp.InvalidParameter, match=name):
         m.select(counts, nxt, rng=0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("k", "eps"), [(10, 4.0), (4, 10.0), (1, 40.0), (3, 0.7)])
+def test_threshold_is_finite_where_tanh_rounds_to_one(k: int, eps: float) -> None:
+    """h⊥ − h₍ₖ̄₊₁₎ = Δ + (Δ/ε)(ln(m/δ) + ln(1 + e^{−ε}) − ln(1 − β)), β = min(tanh(kε/2),
+    ε√k/4), at 50 digits: kε/2 ≥ 19 makes tanh round to 1 in floats, and the mechanism was
+    refused ("infinite threshold") though −ln(1 − tanh x) ≈ 2x − ln 2 is finite."""
+    m = sdp.LimitDom(k=k, k_bar=k, epsilon=eps, delta=1e-6)
+    with mpmath.workdps(50):
+        e = mpmath.mpf(eps)
+        beta = min(mpmath.tanh(k * e / 2), e * mpmath.sqrt(k) / 4)
+        log_ratio = mpmath.log(k) - mpmath.log(mpmath.mpf(1e-6)) + mpmath.log1p(mpmath.exp(-e))
+        want = 1 + (log_ratio - mpmath.log1p(-beta)) / e
+    assert float(want) <= m.threshold_offset <= float(want) * (1 + 1e-12)

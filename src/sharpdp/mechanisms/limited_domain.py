@@ -167,6 +167,20 @@ class LimitDom(Mechanism):
         pinsker = 0.25 * self.epsilon_ * math.sqrt(self.k)
         return min(1.0, _up(min(tanh, pinsker)))
 
+    def _log_inverse_gap(self) -> float:
+        """−ln(1 − β) for β = min(tanh(x), ε√k/4), x = kε/2, rounded up, without forming 1 − β
+        where it cancels: −ln(1 − tanh x) = 2x − ln 2 + ln(1 + e^{−2x}) once tanh x ≥ ½ (tanh
+        rounds to 1 from x ≈ 19, where the threshold is still finite: 14.9 at k = 10, ε = 4)."""
+        x = 0.5 * self.k * self.epsilon_
+        tanh = math.tanh(x)
+        if tanh < 0.5:
+            by_tanh = _up(-math.log1p(-_up(tanh)))
+        else:
+            by_tanh = _up(_up(2.0 * x) - math.log(2.0) + _up(math.log1p(math.exp(-2.0 * x))))
+        pinsker = _up(0.25 * self.epsilon_ * math.sqrt(self.k))
+        by_pinsker = _up(-math.log1p(-pinsker)) if pinsker < 1.0 else math.inf
+        return min(by_tanh, by_pinsker)
+
     @property
     def threshold_offset(self) -> float:
         """h⊥ − h₍ₖ̄₊₁₎ = Δ∞ + (Δ∞/ε)·ln(m/δ_⊥), δ_⊥ = δ(1 − β)/(1 + e^{−ε}), rounded up.
@@ -174,13 +188,10 @@ class LimitDom(Mechanism):
         ln(m/δ_⊥) = ln m − ln δ + ln(1 + e^{−ε}) − ln(1 − β), each term within a few ulps;
         every step is moved up by 64 ulps (the pessimistic direction, see the module docstring).
         """
-        beta = self.tv_bound
-        if beta >= 1.0:
-            return math.inf
         log_ratio = _up(
             _up(math.log(self.restricted) - math.log(self.delta_))
             + _up(math.log1p(math.exp(-self.epsilon_)))
-            + _up(-math.log1p(-beta))
+            + self._log_inverse_gap()
         )
         scale = _up(self.sensitivity / self.epsilon_)
         return _up(self.sensitivity + _up(scale * log_ratio))
