@@ -113,6 +113,21 @@ def decode(scheme: Scheme, eps: float, k: int, support: FloatArray, n: int) -> F
     return np.asarray((2.0 * c - 1.0) / _tau(eps))
 
 
+def decode_error(scheme: Scheme, eps: float, k: int, s: int) -> float:
+    """A bound on the float rounding of Σ_{j∈S} f̂_j over s categories (|S| = s), as computed by
+    :func:`decode` and summed: each f̂_j takes a few roundings of terms of size at most M (M =
+    (1 + kt)/(1 − t) for rr, 2(1 + 2t)/(1 − t) for oue, 3/τ for hadamard, with their
+    parameters each within a few ulps), and the sum adds s more; 32u·s·M covers both."""
+    t, omt = _t(eps), _one_minus_t(eps)
+    if scheme == "rr":
+        size = (1.0 + k * t) / omt
+    elif scheme == "oue":
+        size = 2.0 * (1.0 + 2.0 * t) / omt
+    else:
+        size = 3.0 / _tau(eps)
+    return 32.0 * 2.0**-53 * s * size
+
+
 def variance_at(scheme: Scheme, eps: float, k: int, f: FloatArray, n: int) -> FloatArray:
     """Var f̂_j for every j at true frequencies f (see the module docstring)."""
     t, d = _t(eps), _one_minus_t(eps) ** 2

@@ -82,6 +82,7 @@ class QueryEstimate:
     variance: float
     n: int
     _bounds: tuple[float, float]
+    _rounding: float = 0.0  # a bound on the float error of ``frequency``
 
     @property
     def count(self) -> float:
@@ -98,6 +99,7 @@ class QueryEstimate:
                 f̂ ± z·√variance, coverage ≈ ``level`` for large n (may err either way).
         """
         r = _radius(_method(method), _level(level), self.n, self.variance, self._bounds)
+        r += self._rounding  # the estimate's own rounding (all of the width for a sure value)
         # both ends clipped into [0, 1] (an estimate far outside would otherwise invert it)
         return min(1.0, max(0.0, self.frequency - r)), max(0.0, min(1.0, self.frequency + r))
 
@@ -192,6 +194,7 @@ class Estimate:
             single[0] = True  # the per-report bounds of a singleton are the same for every j
             bounds = _schemes.report_bounds(self.scheme, self.epsilon, k, single)
             r = np.full(k, _radius(method, level, self.n, 0.0, bounds))
+        r = r + _schemes.decode_error(self.scheme, self.epsilon, k, 1)
         f = self.frequencies
         return np.clip(f - r, 0.0, 1.0), np.clip(f + r, 0.0, 1.0)
 
@@ -212,6 +215,7 @@ class Estimate:
             variance,
             self.n,
             _schemes.report_bounds(self.scheme, self.epsilon, self.categories, mask),
+            _schemes.decode_error(self.scheme, self.epsilon, self.categories, int(mask.sum())),
         )
 
     def query_variance_at(self, subset: Any, true_frequencies: object) -> float:
