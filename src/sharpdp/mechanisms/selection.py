@@ -447,7 +447,7 @@ def _laplace_noisy_max_law(q: FloatArray, c: Fraction | None) -> FloatArray:
 
     probs = np.zeros(zl.size)
     lo, hi = float(zl.min()) - 40.0, 40.0
-    points = sorted({float(v) for v in zl})[:50]
+    points = sorted({float(v) for v in zl})
     for r in range(zl.size):
         others = np.delete(zl, r)
 
@@ -458,7 +458,13 @@ def _laplace_noisy_max_law(q: FloatArray, c: Fraction | None) -> FloatArray:
             warnings.simplefilter("error", IntegrationWarning)
             try:
                 probs[r] = quad(
-                    integrand, lo, hi, points=points, limit=500, epsabs=0, epsrel=1e-12
+                    integrand,
+                    lo,
+                    hi,
+                    points=points,
+                    limit=max(500, 8 * len(points)),
+                    epsabs=0,
+                    epsrel=1e-12,
                 )[0]
             except IntegrationWarning as err:
                 raise NumericalError(
