@@ -453,7 +453,7 @@ def test_budget_unknown_analyst(
     ledger: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code, out, err = run_main(["budget", str(ledger), "--analyst", "zed"], capsys, monkeypatch)
-    assert code == 1
+    assert code == 2  # invalid input (an unknown name), not a refusal
     assert out == ""
     assert "'zed'" in err
     assert "ana, bob, cy" in err
@@ -472,7 +472,7 @@ def test_convert_rounds_up_and_takes_negative_values(
     got = run_json(["convert", "zcdp", "0.1", "--to", "approx", "--delta", "1e-5", "--json"])
     assert got["fields"] == {"ε": sdp.ZCDP(0.1).epsilon(1e-5)}
     code, out, err = run_main(["convert", "pure", "-1"], capsys, monkeypatch)
-    assert code == 1
+    assert code == 2  # invalid input, as `convert pure nan` (noticed by the library here)
     assert out == ""
     assert "No such option" not in err
     assert "epsilon must be >= 0, got -1.0" in err
@@ -553,3 +553,33 @@ def test_convert_to_rdp_shows_the_order_asked_for() -> None:
     result = runner.invoke(app, ["convert", "gaussian", "1", "--to", "rdp", "--alpha", "5"])
     assert "ε(α=5) = 2.5" in result.output
     assert "α=8" not in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["convert", "pure", "-1"],  # refused by the library
+        ["convert", "pure", "nan"],  # refused by the command line
+        ["convert", "pure:abc"],
+        ["compose", "--delta", "-1", "nothing.toml"],
+        ["calibrate", "gaussian", "--target", "pure:-1"],
+    ],
+)
+def test_invalid_input_exits_2_whichever_layer_notices_it(
+    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run_main(args, capsys, monkeypatch)
+    assert code == 2, err
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_refused_request_exits_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A valid request with no answer (no zCDP bound follows from (ε, δ)-DP) is a refusal."""
+    code, _out, err = run_main(
+        ["convert", "approx", "1", "1e-6", "--to", "zcdp"], capsys, monkeypatch
+    )
+    assert code == 1, err
+    assert "implies no ZCDP" in err

@@ -75,7 +75,7 @@ def test_serve_refuses_a_bad_config_in_one_line(tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert run.returncode == 1
+    assert run.returncode == 2  # invalid input: the config names a bad budget
     assert run.stderr.count("\n") == 1
     assert "approx takes" in run.stderr
 

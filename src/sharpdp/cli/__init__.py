@@ -21,7 +21,7 @@ from rich.markup import escape
 from sharpdp._version import __version__
 from sharpdp.cli import budget, calibrate, capacity, compose, convert, demo, plot, query, serve  # noqa: F401
 from sharpdp.cli._common import app, console, err_console
-from sharpdp.errors import SharpDPError
+from sharpdp.errors import InvalidParameter, SharpDPError
 
 __all__ = ["app", "main"]
 
@@ -57,9 +57,16 @@ def _fail(message: str, code: int) -> None:
 
 def main() -> None:
     """Entry point of the ``sharpdp`` console script: every error is one line on standard error
-    and an exit code (1: refused or invalid, e.g. over budget; 2: bad usage; 130: interrupted)."""
+    and an exit code: 2 for invalid input (an unknown option or name, a value the command line
+    or the library refuses as invalid: ``InvalidParameter``), 1 for a valid request that is
+    refused (over budget, a corrupt ledger, a conversion that does not exist, a numerical
+    failure), 130 when interrupted."""
     try:
         code = app(standalone_mode=False)
+    except InvalidParameter as err:  # the input is invalid, whichever layer noticed it
+        if _DEBUG["on"]:
+            raise
+        _fail(escape(str(err)), 2)
     except SharpDPError as err:
         if _DEBUG["on"]:
             raise
