@@ -165,9 +165,20 @@ def test_null_units_refused_by_default_and_dropped_on_request(small: pd.DataFram
         sdp.data.Session(holes, "person", sdp.PureDP(1.0), null_units="ignore")
 
 
-def test_empty_table(small: pd.DataFrame) -> None:
+def test_empty_table(small: pd.DataFrame, tmp_path: Any) -> None:
     with pytest.raises(sdp.InvalidParameter, match="empty"):
         sdp.data.Session(small.iloc[:0], "person", sdp.PureDP(1.0))
+    # every unit NULL: empty once they are dropped, refused alike (it ran and spent before)
+    holes = small.assign(person=None)
+    with pytest.raises(sdp.InvalidParameter, match="no rows to query"):
+        sdp.data.Session(holes, "person", sdp.PureDP(1.0), null_units="drop")
+    # a column with no value at all has no type (it failed in the engine), refused by name
+    with pytest.raises(sdp.InvalidParameter, match=r"privacy_unit.*NULL"):
+        sdp.data.Session(holes, "person", sdp.PureDP(1.0))
+    zero = tmp_path / "zero.csv"
+    zero.write_text("", encoding="utf-8")
+    with pytest.raises(sdp.InvalidParameter, match="0 bytes"):
+        sdp.data.Session(str(zero), "person", sdp.PureDP(1.0))
 
 
 def test_bad_table_and_budget(small: pd.DataFrame, tmp_path: Any) -> None:

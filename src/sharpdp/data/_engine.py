@@ -139,6 +139,10 @@ def _open(table: object, engine: Any) -> Source:
         if not os.path.exists(path):
             raise InvalidParameter(f"table: no file at {path!r}")
         lower = path.lower()
+        if os.path.getsize(path) == 0:
+            raise InvalidParameter(
+                f"table: the file {path!r} is empty (0 bytes: no header, no rows)"
+            )
         if lower.endswith(".csv") or lower.endswith(".csv.gz"):
             t = backend.read_csv(path, table_name=name)
         elif lower.endswith(".parquet") or lower.endswith(".pq"):
@@ -148,12 +152,36 @@ def _open(table: object, engine: Any) -> Source:
         return Source(t, backend, str(backend.name))
     module = type(table).__module__.split(".")[0]
     if module in ("pandas", "polars", "pyarrow"):
-        t = backend.create_table(name, table, temp=engine is None)
+        try:
+            t = backend.create_table(name, table, temp=engine is None)
+        except Exception as err:
+            if "null" not in str(err).lower():
+                raise
+            # a column with no value at all has no type (pandas None, pa.null()), which DuckDB
+            # cannot store: make it a text column of NULLs (what it holds), then retry
+            t = backend.create_table(name, _typed_nulls(table), temp=engine is None)
         return Source(t, backend, str(backend.name))
     raise InvalidParameter(
         "table must be a CSV/Parquet path, a pandas/Polars DataFrame, a PyArrow table or an Ibis "
         f"table, got {type(table).__name__}"
     )
+
+
+def _typed_nulls(frame: Any) -> Any:
+    """``frame`` as a PyArrow table whose null-typed columns (no value at all) are text."""
+    import pyarrow as pa
+
+    module = type(frame).__module__.split(".")[0]
+    if module == "pandas":
+        arrow = pa.Table.from_pandas(frame, preserve_index=False)
+    elif module == "polars":
+        arrow = frame.to_arrow()
+    else:
+        arrow = frame
+    fields = [
+        pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in arrow.schema
+    ]
+    return arrow.cast(pa.schema(fields))
 
 
 def check_columns(table: Any, parameter: str, columns: tuple[str, ...]) -> None:

@@ -341,6 +341,11 @@ class Session:
                 f"privacy_unit column {privacy_unit!r} has NULL (or NaN) values; rows without a "
                 "person cannot be protected as anyone's: clean them, or pass null_units='drop'"
             )
+        if nulls == rows:  # as an empty table: nothing to query once they are dropped
+            raise InvalidParameter(
+                f"table has no rows to query: all {rows} rows have a NULL privacy unit "
+                f"({privacy_unit!r})"
+            )
         if nulls:
             assert unit_missing is not None
             t = t.filter(~unit_missing)
