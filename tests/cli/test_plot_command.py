@@ -144,7 +144,11 @@ def test_renyi_and_budget(tmp_path: Path, drawn: list[Figure]) -> None:
         (["capacity", "exponential:0.1", "-o", "x.gif"], 2, "must end in .png or .svg"),
         (["capacity", "expo:0.1", "-o", "x.png"], 2, "unknown 'expo'"),
         (["capacity", "gaussian:1,2,3", "-o", "x.png"], 2, "gaussian takes gaussian:sigma"),
-        (["capacity", "gaussian:1", "--budget", "zcdp:1", "-o", "x.png"], 1, "ApproxDP or PureDP"),
+        (
+            ["capacity", "gaussian:1", "--budget", "zcdp:1", "-o", "x.png"],
+            None,
+            "ApproxDP or PureDP",
+        ),
         (["capacity", "gaussian:-1", "-o", "x.png"], 2, "sigma must be > 0"),
         (["renyi", "br:nan", "-o", "x.png"], 2, "eta must be a number, got NaN"),
         (["renyi", "br:1,2", "-o", "x.png"], 2, "br takes br:eta"),
@@ -152,7 +156,7 @@ def test_renyi_and_budget(tmp_path: Path, drawn: list[Figure]) -> None:
     ],
 )
 def test_bad_input_is_one_clear_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], code: int, message: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], code: int | None, message: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["plot", *args])
@@ -214,3 +218,20 @@ def test_plot_reads_items_and_plans_as_compose_does(tmp_path: Path, drawn: list[
     for item in ("exponential:0.025,monotonic", "gaussian:5,2", "topk:3,0.1,monotonic"):
         result = invoke("capacity", item, "-o", str(tmp_path / "c.png"))
         assert result.exit_code == 0, (item, result.output)
+
+
+def test_a_missing_folder_is_named(tmp_path: Path) -> None:
+    """``-o`` into a folder that does not exist: one line naming it, exit 2 (it was reported as
+    an unexpected FileNotFoundError)."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "nowhere" / "r.png"
+    argv = ["sharpdp", "plot", "renyi", "br:1", "-o", str(target)]
+    code = f"import sys; from sharpdp.cli import main; sys.argv = {argv!r}; main()"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert "no folder" in out.stderr
+    assert "unexpected" not in out.stderr
+    with pytest.raises(sdp.InvalidParameter, match="no folder"):
+        sdp.plots.save(Figure(), target)

@@ -36,12 +36,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 import sharpdp as sdp
 from sharpdp.cli._common import app, console, parse_guarantee, parse_item
 from sharpdp.cli.compose import load_plan
-from sharpdp.errors import SharpDPError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -86,12 +84,10 @@ def _numbers(text: str, option: str) -> list[float]:
 
 @contextmanager
 def _reported() -> Iterator[None]:
-    """One-line errors (exit 1): refused inputs, and a missing ``plot`` extra."""
+    """A missing ``plot`` extra as one line (exit 1); the library's errors go to the command
+    line's handler, as every command's do (exit 2 for invalid input, 1 for a refusal)."""
     try:
         yield
-    except SharpDPError as err:
-        console.print(f"[red]error:[/red] {escape(str(err))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
     except ImportError as err:
         if not _missing_matplotlib(err):
             raise

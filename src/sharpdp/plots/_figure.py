@@ -86,13 +86,18 @@ def save(figure: Figure, path: str | Path, *, dpi: float = 150.0) -> Path:
     same bytes.
 
     Raises:
-        InvalidParameter: a suffix other than ``.png``, ``.svg`` or ``.pdf``.
+        InvalidParameter: a suffix other than ``.png``, ``.svg`` or ``.pdf``, or a folder that
+            does not exist.
     """
     target = Path(path)
     fmt = target.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
         raise InvalidParameter(
             f"path must end in {', '.join('.' + f for f in FORMATS)}, got {str(path)!r}"
+        )
+    if not target.parent.is_dir():
+        raise InvalidParameter(
+            f"path: no folder {str(target.parent)!r} to write {target.name!r} in"
         )
     metadata: dict[str, str | None] = {"Software": None} if fmt == "png" else {"Date": None}
     if fmt == "pdf":
