@@ -122,3 +122,10 @@ def test_a_calibrated_gaussian_meets_its_target_both_ways() -> None:
         assert g.delta(eps) <= delta
         assert g.epsilon(delta) <= eps
         sdp.Accountant(target).spend(g)
+
+
+def test_a_pure_target_for_a_gaussian_is_refused_for_its_reason() -> None:
+    """No noise makes a Gaussian (ε, 0)-DP: the refusal says so, not that a search limit was hit."""
+    for target in (sdp.PureDP(1.0), sdp.ApproxDP(1.0, 0.0)):
+        with pytest.raises(sdp.NotImplied, match="unbounded at any noise"):
+            sdp.calibrate(sdp.Gaussian, target)

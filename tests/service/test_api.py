@@ -442,3 +442,14 @@ def test_revoking_counts_live_tokens_only(server: Server) -> None:
     time.sleep(0.3)  # the first has expired
     r = httpx.delete(f"{server.url}/admin/analysts/tess/tokens", headers=admin())
     assert r.json()["revoked"] == 1
+
+
+def test_a_body_that_is_not_json_is_named_so(server: Server) -> None:
+    """Malformed JSON is a 422 saying what is wrong (it read "1: JSON decode error")."""
+    headers = {
+        **bearer(new_analyst(server.url, "jason", "pure:1")),
+        "content-type": "application/json",
+    }
+    r = httpx.post(f"{server.url}/queries", content=b'{"dataset": ', headers=headers)
+    assert r.status_code == 422
+    assert "not valid JSON" in r.json()["error"]

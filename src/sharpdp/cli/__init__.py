@@ -74,6 +74,7 @@ def main() -> None:
     except typer.TyperException as err:  # usage errors: bad options, bad values
         format_message = getattr(err, "format_message", None)
         message = format_message() if callable(format_message) else str(err)
+        message = message.replace("Value error, ", "")  # how typer words a refused choice
         if not message:  # (no arguments at all: the help was printed instead)
             sys.exit(int(getattr(err, "exit_code", 2)))
         _fail(f"{escape(message)} (see sharpdp --help)", int(getattr(err, "exit_code", 2)))

@@ -73,6 +73,8 @@ def _source(kind: str, values: list[str]) -> sdp.Guarantee:
     if kind not in SOURCES:
         raise typer.BadParameter(f"unknown guarantee {kind!r}; choose from {', '.join(SOURCES)}")
     factory, names = SOURCES[kind]
+    # `approx 1,1e-6` as the item spelling writes it (`approx:1,1e-6`), as well as `approx 1 1e-6`
+    values = [v.strip() for text in values for v in text.split(",") if v.strip()]
     if len(values) != len(names):
         raise typer.BadParameter(
             f"{kind} takes {len(names)} value(s): {', '.join(names)}, got {len(values)}"

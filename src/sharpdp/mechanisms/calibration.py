@@ -201,6 +201,11 @@ def calibrate(
 
     if family.more_noise_is_larger:
         if not ok(2.0**50):
+            if math.isfinite(target.epsilon(0.0)) and math.isinf(build(2.0**50).epsilon(0.0)):
+                raise NotImplied(
+                    f"no {mechanism.__name__} meets {target!r}: its privacy loss is unbounded "
+                    "at any noise, so it is (ε, 0)-DP for no ε (give a target with δ > 0)"
+                )
             raise NotImplied(f"no {mechanism.__name__} with a noise parameter ≤ 2**50 meets {target!r}")
         value = _math.smallest_valid(ok, 2.0**-40, 1.0, rtol=1e-12, what="calibration")
         if isinstance(target, ApproxDP):

@@ -598,6 +598,11 @@ def _handlers(app: FastAPI) -> None:
         errors = exc.errors()
         parts = []
         for e in errors[:5]:
+            if e.get("type") == "json_invalid":  # its loc is a character position, not a field
+                at = [p for p in e.get("loc", ()) if isinstance(p, int)]
+                place = f" (at character {at[0]})" if at else ""
+                parts.append(f"the body is not valid JSON{place}")
+                continue
             where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
             parts.append(f"{where}: {e.get('msg', 'invalid')}" if where else e.get("msg", ""))
         # the offending input is not echoed: it may be NaN or ±Infinity, which JSON cannot carry
