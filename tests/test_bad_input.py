@@ -240,3 +240,12 @@ def test_never_nan_and_in_range(g: sdp.Guarantee) -> None:
         r = g.renyi(a)
         assert not math.isnan(r), f"renyi({a!r}) is NaN"
         assert r >= 0.0
+
+
+@pytest.mark.parametrize("value", [Fraction(10**400, 3), 10**400, [1.0, -(10**400)]])
+def test_a_value_beyond_the_float_range_is_refused_by_name(value: object) -> None:
+    """A Fraction or an int too large for a float (found by the fuzz test: OverflowError)."""
+    with pytest.raises(sdp.InvalidParameter, match="finite"):
+        sdp.Laplace(1.0, sensitivity=1e128).release(value, rng=0)
+    with pytest.raises(sdp.InvalidParameter, match="finite"):
+        sdp.Gaussian(1.0).release(value, rng=0)

@@ -150,7 +150,7 @@ def test_bad_input() -> None:
     with pytest.raises(sdp.InvalidParameter):
         compose(sdp.PureDP(1.0))  # type: ignore[arg-type]
     with pytest.raises(sdp.InvalidParameter):
-        max_compositions(sdp.PureDP(1.0), sdp.ZCDP(1.0))
+        max_compositions(sdp.PureDP(1.0), sdp.GDP(1.0))
 
 
 def kov_binomial_delta(eps0: float, k: int, eps: mpmath.mpf) -> mpmath.mpf:

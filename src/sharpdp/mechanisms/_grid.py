@@ -120,6 +120,8 @@ def to_grid(value: object, granularity: float) -> tuple[npt.NDArray[np.int64], b
     """
     try:
         x = np.asarray(value, dtype=np.float64)
+    except OverflowError:  # a Fraction or int beyond the float range
+        raise InvalidParameter(f"value must be finite, got {value!r} (beyond the float range)") from None
     except (TypeError, ValueError):
         raise InvalidParameter(f"value must be a number or an array of numbers, got {value!r}") from None
     if np.asarray(value).dtype == np.bool_:
