@@ -373,3 +373,65 @@ def test_row_level_count_and_sum(seed: int, recorder: Recorder) -> None:
     ]
     for i, monotone in ((0, True), (1, False)):
         check_shift(recorded[0][i], recorded[1][i], stats[i], monotone)
+
+
+# -- what one person must not change besides the noisy values -------------------------------------
+
+
+def _released(table: pd.DataFrame, column: str, seed: int) -> pd.DataFrame:
+    s = sdp.data.Session(table, "who", sdp.ApproxDP(10.0, 1e-6), seed=3)
+    query = s.count_by(column, keys=None, privacy=sdp.ApproxDP(1.0, 1e-7))
+    return query.run(rng=seed).to_pandas()
+
+
+@pytest.mark.parametrize(
+    ("values", "dtype"),
+    [([1] * 200, "Int64"), ([True] * 200, "boolean"), ([7] * 200, "UInt64")],
+)
+def test_a_null_key_does_not_change_the_released_types(values: list[Any], dtype: str) -> None:
+    """One person with a NULL key (never released: one person is far below the threshold) must
+    not change the result's column types: an integer key column came back int64 without a NULL
+    in the data and as objects with one, a difference of probability 1 that no δ covers."""
+    d = pd.DataFrame({"who": range(200), "k": pd.array(values, dtype=dtype)})
+    d1 = pd.concat([d, pd.DataFrame({"who": [999], "k": pd.array([None], dtype=dtype)})])
+    a, b = _released(d, "k", 0), _released(d1, "k", 0)
+    assert a.dtypes.to_dict() == b.dtypes.to_dict()
+    assert list(a["k"]) == list(b["k"])  # the NULL key is not released at this threshold
+    assert a.dtypes["k"] == dtype
+
+
+def test_a_signed_zero_key_does_not_depend_on_other_rows() -> None:
+    """−0.0 and 0.0 are one group; the released key must not show the sign of whichever row the
+    engine kept (it printed −0.0 for 99 persons at −0.0 and, in most runs, 0.0 once one person
+    at 0.0 joined)."""
+    d0 = pd.DataFrame({"who": range(99), "k": [-0.0] * 99})
+    d1 = pd.concat([d0, pd.DataFrame({"who": [1000], "k": [0.0]})])
+    for d in (d0, d1):
+        for seed in range(4):
+            keys = _released(d, "k", seed)["k"].tolist()
+            assert [math.copysign(1.0, k) for k in keys] == [1.0]
+
+
+def test_which_keys_a_person_keeps_does_not_depend_on_row_order() -> None:
+    """One person with rows at −0.0, 0.0, 1, 2 and 3 and one key kept: the same key whatever
+    the order of the rows (the pair's text, hashed to choose, came from whichever zero the
+    engine kept)."""
+    rows = pd.DataFrame({"who": [1] * 5, "k": [-0.0, 0.0, 1.0, 2.0, 3.0]})
+    kept = set()
+    for perm in range(12):
+        shuffled = rows.sample(frac=1.0, random_state=perm).reset_index(drop=True)
+        s = sdp.data.Session(shuffled, "who", sdp.PureDP(1.0), seed=5)
+        q = s.count_by("k", keys=[0.0, 1.0, 2.0, 3.0], privacy=sdp.PureDP(0.1), max_groups=1)
+        kept.add(tuple(q.bounded()["count"]))
+    assert len(kept) == 1
+
+
+def test_nested_key_columns_are_refused_by_their_type() -> None:
+    """Struct keys sorted as Python dicts: a second distinct key made the query fail (nothing
+    spent, but the failure told that the key existed). Nested columns are refused from the
+    schema, identically with one key or two."""
+    for keys in ([{"a": 1}] * 2, [{"a": 1}, {"a": 2}]):
+        s = sdp.data.Session(pd.DataFrame({"who": [1, 2], "k": keys}), "who", sdp.ApproxDP(1, 1e-6))
+        with pytest.raises(sdp.InvalidParameter, match="nested type"):
+            s.count_by("k", keys=None, privacy=sdp.ApproxDP(0.5, 1e-7))
+        assert s.accountant.spent() == 0.0

@@ -60,22 +60,62 @@ def quiet() -> Iterator[None]:
         yield
 
 
+def _nullable_dtype(arrow_type: Any) -> Any:
+    """pandas' nullable dtype for an Arrow integer or boolean type (others: ``None``, default)."""
+    import pandas as pd
+
+    pa: Any = importlib.import_module("pyarrow")
+    if pa.types.is_boolean(arrow_type):
+        return pd.BooleanDtype()
+    if pa.types.is_unsigned_integer(arrow_type):
+        return pd.UInt64Dtype()
+    if pa.types.is_integer(arrow_type):
+        return pd.Int64Dtype()
+    return None
+
+
 def _through_arrow(backend: Any, expr: Any) -> Any:
     table = backend.to_pyarrow(expr)
-    return table.to_pandas(integer_object_nulls=True, date_as_object=False)
+    return table.to_pandas(types_mapper=_nullable_dtype, date_as_object=False)
 
 
-#: How each engine's results become pandas, by backend name (others: Ibis's ``execute``). DuckDB
-#: goes through Arrow, keeping integer columns that hold NULLs as Python ints and ``None``: pandas
-#: would make them float64, which changes every integer beyond 2^53 (and turns keys 1, 2 into
-#: 1.0, 2.0). (Ibis's PySpark ``to_pyarrow`` itself goes through such floats, so Spark keeps
-#: ``execute``.) Dates stay ``datetime64``, matched with the keys' ``pandas.Timestamp``.
+def _through_ibis(backend: Any, expr: Any) -> Any:
+    frame = backend.execute(expr)
+    for name, dtype in expr.schema().items():
+        if dtype.is_boolean():
+            frame[name] = frame[name].astype("boolean")
+        elif dtype.is_integer():
+            frame[name] = _as_nullable_integers(frame[name], dtype.is_unsigned_integer())
+    return frame
+
+
+def _as_nullable_integers(column: Any, unsigned: bool) -> Any:
+    """An integer column (perhaps fetched as float64 with NaN for NULL, as Ibis's PySpark
+    backend does) in ``Int64``/``UInt64``; where a value the floats rounded lies beyond that
+    range (within 2^10 of ±2^63), Python ints as objects."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            return column.astype("UInt64" if unsigned else "Int64")
+        except (RuntimeWarning, TypeError, ValueError, OverflowError):
+            return column.map(lambda v: None if v is None or v != v else int(v)).astype(object)
+
+
+#: How each engine's results become pandas, by backend name (others: Ibis's ``execute``, then
+#: the same dtypes). Integer and boolean columns always get pandas' nullable dtypes (``Int64``,
+#: ``UInt64``, ``boolean``), chosen from the result's schema and never from its values: a column
+#: that holds a NULL would otherwise come back as objects or float64 (which also changes every
+#: integer beyond 2^53) and one without as int64, so a released key column's type would tell
+#: whether a NULL key existed in the data, released or not. DuckDB goes through Arrow (exact
+#: integers); Ibis's PySpark ``to_pyarrow`` itself goes through floats, so Spark keeps
+#: ``execute``. Dates stay ``datetime64``, matched with the keys' ``pandas.Timestamp``.
 _FETCH = {"duckdb": _through_arrow}
 
 
 def execute(backend: Any, expr: Any) -> Any:
-    """Run an Ibis expression on ``backend``; return a pandas DataFrame."""
-    fetch = _FETCH.get(str(getattr(backend, "name", "")), lambda b, e: b.execute(e))
+    """Run an Ibis expression on ``backend``; return a pandas DataFrame (integer and boolean
+    columns in pandas' nullable dtypes, whatever the values)."""
+    fetch = _FETCH.get(str(getattr(backend, "name", "")), _through_ibis)
     with quiet():
         return fetch(backend, expr)
 
@@ -182,6 +222,20 @@ def _typed_nulls(frame: Any) -> Any:
         pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in arrow.schema
     ]
     return arrow.cast(pa.schema(fields))
+
+
+def check_scalar_columns(table: Any, parameter: str, columns: tuple[str, ...]) -> None:
+    """Raise :class:`InvalidParameter` if a column is nested (struct, array, map): such keys
+    have no order and, for maps and arrays, no portable hash, so results over them could fail
+    for some data and not for other; refused by the column's type, never by its values."""
+    schema = table.schema()
+    for c in columns:
+        dtype = schema[c]
+        if dtype.is_nested():
+            raise InvalidParameter(
+                f"{parameter}: column {c!r} is of the nested type {dtype}; key and privacy-unit "
+                "columns must hold numbers, text, booleans, dates or times (unpack it first)"
+            )
 
 
 def check_columns(table: Any, parameter: str, columns: tuple[str, ...]) -> None:

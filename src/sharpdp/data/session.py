@@ -89,6 +89,24 @@ DISCOVERY_SHARE = 0.1
 # --------------------------------------------------------------------------------------------------
 
 
+def _signed_zeros_as_zero(table: Any) -> Any:
+    """``table`` with −0.0 written 0.0 in its floating-point columns. Engines group the two
+    together but print them apart, and which one a group shows is whichever row the engine
+    keeps: as a key, or in the text the bounding hashes, the sign of a zero made a result depend
+    on other people's rows and on row order. (A CASE, not ``x + 0.0``, which optimisers may
+    fold.)"""
+    ibis = _engine.ibis()
+    floats = {c: t for c, t in table.schema().items() if t.is_floating()}
+    if not floats:
+        return table
+    return table.mutate(
+        **{
+            c: ibis.ifelse(table[c] == 0, ibis.literal(0.0, type=t), table[c])
+            for c, t in floats.items()
+        }
+    )
+
+
 def _columns(name: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -321,6 +339,7 @@ class Session:
         source = _engine.open_table(table, engine)
         if privacy_unit is not None:
             _engine.check_columns(source.table, "privacy_unit", (privacy_unit,))
+            _engine.check_scalar_columns(source.table, "privacy_unit", (privacy_unit,))
         taken = [c for c in source.table.columns if c.startswith(_bounding.RESERVED_PREFIX)]
         if taken:
             raise InvalidParameter(
@@ -349,6 +368,7 @@ class Session:
         if nulls:
             assert unit_missing is not None
             t = t.filter(~unit_missing)
+        t = _signed_zeros_as_zero(t)
         source = _engine.Source(t, source.backend, source.engine, rows=rows - nulls)
         self._source = source
         self._unit = privacy_unit
@@ -438,6 +458,7 @@ class Session:
 
     def _check(self, parameter: str, columns: tuple[str, ...]) -> None:
         _engine.check_columns(self._source.table, parameter, columns)
+        _engine.check_scalar_columns(self._source.table, parameter, columns)
         if self._unit is not None and self._unit in columns:
             raise InvalidParameter(f"{parameter} must not be the privacy unit {self._unit!r}")
         for c in columns:
