@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 import sharpdp as sdp
+from sharpdp._format import lower, upper
 from sharpdp.cli import app
 
 runner = CliRunner()
@@ -73,6 +74,28 @@ def test_query_json_matches_a_session_with_the_same_seed(people_csv: Path) -> No
     # a 0.5-DP discrete Laplace, read at the budget's δ = 1e-6 (its exact profile: just below 0.5)
     assert got["cost"] == pytest.approx(0.5, rel=1e-4)
     assert got["cost"] <= 0.5
+
+
+def test_query_prints_bounds_to_its_digits(people_csv: Path) -> None:
+    """``--digits 3``: the interval's ends rounded outward to 3 significant digits (the mean
+    itself is a release, printed as it is), the cost rounded up."""
+    args = ["query", str(people_csv), "mean", "spent", "--unit", "who", "--drop-null-units"]
+    args += ["--bounds", "0,6", "--privacy", "pure:0.5", "--seed", "3", "--digits", "3"]
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    s = sdp.data.Session(
+        str(people_csv),
+        privacy_unit="who",
+        budget=sdp.ApproxDP(1.0, 1e-6),
+        null_units="drop",
+        seed=3,
+    )
+    frame = s.mean("spent", bounds=(0, 6), privacy=sdp.PureDP(0.5)).run(rng=3).to_pandas()
+    lo, hi = float(frame["lower"].iloc[0]), float(frame["upper"].iloc[0])
+
+    assert f"{lower(lo, 3)} " in result.output
+    assert f"{upper(hi, 3)} " in result.output
+    assert len(lower(lo, 3).replace("-", "").replace(".", "").lstrip("0")) <= 3
 
 
 def test_query_spends_from_a_ledger_and_then_refuses(people_csv: Path, tmp_path: Path) -> None:
@@ -138,10 +161,24 @@ def test_query_uses_the_ledgers_budget_unless_told(people_csv: Path, tmp_path: P
         (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--keys", "1"], "--keys"),
         (["count", "--unit", "who", "--drop-null-units", "--privacy", "pure:inf"], "finite"),
         # the library's keyword arguments are named as this command's options
-        (["count-by", "shop", "--unit", "who", "--drop-null-units", "--max-rows", "0"],
-         "--max-rows must be"),
-        (["sum", "spent", "--bounds", "0,9", "--unit", "who", "--drop-null-units", "--keys", "a"],
-         "--keys is only used with --by"),
+        (
+            ["count-by", "shop", "--unit", "who", "--drop-null-units", "--max-rows", "0"],
+            "--max-rows must be",
+        ),
+        (
+            [
+                "sum",
+                "spent",
+                "--bounds",
+                "0,9",
+                "--unit",
+                "who",
+                "--drop-null-units",
+                "--keys",
+                "a",
+            ],
+            "--keys is only used with --by",
+        ),
         (
             ["count", "--unit", "who", "--drop-null-units", "--privacy", "pure:1e308"],
             "integer noise",

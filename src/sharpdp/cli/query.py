@@ -24,14 +24,14 @@ import math
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp._format import upper
-from sharpdp.cli._common import app, console, parse_guarantee
+from sharpdp.cli._common import Digits, app, console, parse_guarantee
 from sharpdp.errors import SharpDPError
 
 __all__ = ["query"]
@@ -267,6 +267,7 @@ def query(
         bool, typer.Option("--explain", help="price the query, run nothing")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (full precision)")] = False,
+    digits: Digits = 6,
 ) -> None:
     """Run one private query on a CSV or Parquet file, spending from a durable budget.
 
@@ -307,7 +308,16 @@ def query(
         "seed": seed,
     }
     with _in_option_words():
-        _run(file, kind, column, by, session_options, key_texts, options, level, explain, as_json)
+        _run(
+            file,
+            kind,
+            column,
+            by,
+            session_options,
+            key_texts,
+            options,
+            _Output(level, explain, as_json, digits),
+        )
 
 
 #: The library's keyword arguments as they appear in its messages, and the options they are here.
@@ -335,6 +345,15 @@ def _in_option_words() -> Iterator[None]:
         raise type(err)(message) from None
 
 
+class _Output(NamedTuple):
+    """How ``query`` prints: the intervals' level, price only, JSON, significant digits."""
+
+    level: float
+    explain: bool
+    as_json: bool
+    digits: int
+
+
 def _run(
     file: Path,
     kind: Kind,
@@ -343,11 +362,10 @@ def _run(
     session_options: dict[str, Any],
     key_texts: list[str] | None,
     options: dict[str, Any],
-    level: float,
-    explain: bool,
-    as_json: bool,
+    output: _Output,
 ) -> None:
     """Open the session, build the query, then price it (``explain``) or run it and print."""
+    level, explain, as_json, digits = output
     ledger, seed, analyst = (session_options[k] for k in ("ledger", "seed", "analyst"))
     budget = _budget(session_options["budget"], ledger, analyst)
     if explain and ledger is not None and not _recorded(ledger, analyst):
@@ -406,10 +424,10 @@ def _run(
 
     table = Table(*[str(c) for c in frame.columns], title=explanation.query)
     for _, row in frame.iterrows():  # bounds rounded outward: lower down, upper/rank_error up
-        table.add_row(*(format_cell(str(name), value) for name, value in row.items()))
+        table.add_row(*(format_cell(str(name), value, digits) for name, value in row.items()))
     console.print(table)
     console.print(
-        f"cost ε = {upper(explanation.cost, 6)} ({explanation.route}); "
-        f"spent so far {upper(spent, 6)} of {explanation.budget!r}",
+        f"cost ε = {upper(explanation.cost, digits)} ({explanation.route}); "
+        f"spent so far {upper(spent, digits)} of {explanation.budget!r}",
         highlight=False,
     )

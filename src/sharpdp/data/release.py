@@ -35,17 +35,17 @@ __all__ = [
 
 #: The columns of ``to_pandas()`` that are bounds, and how each is printed: rounded outward
 #: (an interval's ``lower`` down, its ``upper`` and a quantile's ``rank_error`` up).
-BOUND_COLUMNS: dict[str, Callable[[float], str]] = {
+BOUND_COLUMNS: dict[str, Callable[[float, int], str]] = {
     "lower": lower,
     "upper": upper,
     "rank_error": upper,
 }
 
 
-def format_cell(column: str, value: object) -> str:
+def format_cell(column: str, value: object, digits: int = 6) -> str:
     """A cell of ``to_pandas()`` as ``str()``, Jupyter and the ``sharpdp`` command print it:
-    bounds rounded outward (:data:`BOUND_COLUMNS`), released values to 10 significant digits
-    (they are not bounds), keys as they are.
+    bounds rounded outward (:data:`BOUND_COLUMNS`) to ``digits`` significant digits, released
+    values to 10 (they are not bounds), keys as they are.
 
     Example:
         >>> format_cell("lower", -268.2578125000001), format_cell("upper", 330.8828125000001)
@@ -53,7 +53,7 @@ def format_cell(column: str, value: object) -> str:
     """
     if isinstance(value, float):  # numpy's float64 too
         rounding = BOUND_COLUMNS.get(column)
-        return rounding(float(value)) if rounding is not None else f"{value:.10g}"
+        return rounding(float(value), digits) if rounding is not None else f"{value:.10g}"
     if isinstance(value, pd.Timestamp) and value.tzinfo is None and value == value.normalize():
         return value.date().isoformat()  # a date (engines return date columns as timestamps)
     return str(value)
