@@ -91,14 +91,20 @@ def _through_ibis(backend: Any, expr: Any) -> Any:
 
 def _as_nullable_integers(column: Any, unsigned: bool) -> Any:
     """An integer column (perhaps fetched as float64 with NaN for NULL, as Ibis's PySpark
-    backend does) in ``Int64``/``UInt64``; where a value the floats rounded lies beyond that
-    range (within 2^10 of ±2^63), Python ints as objects."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        try:
-            return column.astype("UInt64" if unsigned else "Int64")
-        except (RuntimeWarning, TypeError, ValueError, OverflowError):
-            return column.map(lambda v: None if v is None or v != v else int(v)).astype(object)
+    backend does) in ``Int64``/``UInt64``, whatever its values: a value the floats rounded
+    beyond that range (an integer within 2^10 of 2^63 or 2^64, already off by the rounding)
+    becomes the nearest integer of the range, so that the dtype never depends on the data."""
+    import pandas as pd
+
+    top = 2**64 - 1 if unsigned else 2**63 - 1
+    low = 0 if unsigned else -(2**63)
+
+    def exact(v: Any) -> Any:
+        if v is None or v is pd.NA or v != v:
+            return None
+        return min(max(int(v), low), top)
+
+    return pd.array([exact(v) for v in column.tolist()], dtype="UInt64" if unsigned else "Int64")
 
 
 #: How each engine's results become pandas, by backend name (others: Ibis's ``execute``, then
