@@ -322,6 +322,16 @@ def test_release_draws_values_and_intervals(session: Any, kind: str) -> None:
     assert ax.get_ylabel() == f"released {kind}"
 
 
+def test_release_draws_workload_answers(session: Any) -> None:
+    """A workload's answers carry a text ``query`` column (pandas' string dtype, which numpy's
+    dtype test rejected with a TypeError): the counts are the one numeric column drawn."""
+    workload = sdp.data.marginals(["shop"], way=1, domains={"shop": ["a", "b", "c"]})
+    result = session.answer(workload, privacy=sdp.PureDP(1.0), max_rows=1)
+    frame = result.to_pandas(0.9)
+    values, _, _ = errorbars(sdp.plots.release(result, 0.9))
+    np.testing.assert_allclose(values, frame["count"].to_numpy(float), rtol=1e-12)
+
+
 def test_release_refuses_a_selection(session: Any) -> None:
     picked = session.top_k("shop", 2, keys=["a", "b", "c"], privacy=sdp.PureDP(1.0)).run(rng=1)
     with pytest.raises(sdp.InvalidParameter, match="selection"):

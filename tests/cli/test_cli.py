@@ -225,3 +225,16 @@ def test_json_dates_are_iso_text(tmp_path: Path) -> None:
     out = runner.invoke(app, [*args, "--json", "--privacy", "pure:1"])
     assert out.exit_code == 0, out.output
     assert [r["day"][:10] for r in json.loads(out.stdout)["rows"]] == days  # not epoch ms
+
+
+def test_query_json_keeps_timestamps_to_the_microsecond(tmp_path: Path) -> None:
+    """``--json`` is full precision: a timestamp key keeps its microseconds (pandas' JSON writer
+    cut them to milliseconds)."""
+    path = tmp_path / "times.parquet"
+    stamp = pd.Timestamp("2021-06-01 12:30:15.123456")
+    pd.DataFrame({"who": [f"p{i}" for i in range(300)], "ts": [stamp] * 300}).to_parquet(path)
+    args = ["query", str(path), "count-by", "ts", "--unit", "who", "--privacy", "approx:0.9,1e-7"]
+    result = runner.invoke(app, [*args, "--seed", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["rows"]
+    assert [r["ts"][:26] for r in rows] == ["2021-06-01T12:30:15.123456"]

@@ -412,7 +412,9 @@ def _run(
             json.dumps(
                 {
                     "query": explanation.query,
-                    "rows": json.loads(frame.to_json(orient="records", date_format="iso")),
+                    "rows": json.loads(
+                        frame.to_json(orient="records", date_format="iso", date_unit="ns")
+                    ),
                     "level": level,
                     "cost": explanation.cost,
                     "spent": spent,

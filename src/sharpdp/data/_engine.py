@@ -67,7 +67,7 @@ def _nullable_dtype(arrow_type: Any) -> Any:
     pa: Any = importlib.import_module("pyarrow")
     if pa.types.is_boolean(arrow_type):
         return pd.BooleanDtype()
-    if pa.types.is_unsigned_integer(arrow_type):
+    if pa.types.is_uint64(arrow_type):  # the one integer type Int64 cannot hold
         return pd.UInt64Dtype()
     if pa.types.is_integer(arrow_type):
         return pd.Int64Dtype()
@@ -77,6 +77,15 @@ def _nullable_dtype(arrow_type: Any) -> Any:
 def _through_arrow(backend: Any, expr: Any) -> Any:
     table = backend.to_pyarrow(expr)
     return table.to_pandas(types_mapper=_nullable_dtype, date_as_object=False)
+
+
+def _through_spark(backend: Any, expr: Any) -> Any:
+    """Spark's result as Arrow (Spark 4's ``toArrow``): exact integers, NULLs kept as such
+    (Ibis's ``execute`` went through pandas floats: one NULL in a column rounded every integer
+    of it beyond 2^53), timestamps in microseconds (nanoseconds overflowed before 1677)."""
+    table = expr.as_table()
+    arrow = backend.raw_sql(backend.compile(table)).toArrow()
+    return arrow.to_pandas(types_mapper=_nullable_dtype, date_as_object=False)
 
 
 def _through_ibis(backend: Any, expr: Any) -> Any:
@@ -108,14 +117,13 @@ def _as_nullable_integers(column: Any, unsigned: bool) -> Any:
 
 
 #: How each engine's results become pandas, by backend name (others: Ibis's ``execute``, then
-#: the same dtypes). Integer and boolean columns always get pandas' nullable dtypes (``Int64``,
-#: ``UInt64``, ``boolean``), chosen from the result's schema and never from its values: a column
-#: that holds a NULL would otherwise come back as objects or float64 (which also changes every
-#: integer beyond 2^53) and one without as int64, so a released key column's type would tell
-#: whether a NULL key existed in the data, released or not. DuckDB goes through Arrow (exact
-#: integers); Ibis's PySpark ``to_pyarrow`` itself goes through floats, so Spark keeps
-#: ``execute``. Dates stay ``datetime64``, matched with the keys' ``pandas.Timestamp``.
-_FETCH = {"duckdb": _through_arrow}
+#: the same dtypes). Both go through Arrow. Integer and boolean columns always get pandas'
+#: nullable dtypes (``Int64``, ``UInt64`` for uint64 only, ``boolean``), chosen from the result's
+#: schema and never from its values: a column that holds a NULL would otherwise come back as
+#: objects or float64 (which also changes every integer beyond 2^53) and one without as int64,
+#: so a released key column's type would tell whether a NULL key existed in the data, released
+#: or not. Dates stay ``datetime64``, matched with the keys' ``pandas.Timestamp``.
+_FETCH = {"duckdb": _through_arrow, "pyspark": _through_spark}
 
 
 def execute(backend: Any, expr: Any) -> Any:

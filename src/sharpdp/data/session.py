@@ -89,22 +89,24 @@ DISCOVERY_SHARE = 0.1
 # --------------------------------------------------------------------------------------------------
 
 
-def _signed_zeros_as_zero(table: Any) -> Any:
-    """``table`` with −0.0 written 0.0 in its floating-point columns. Engines group the two
-    together but print them apart, and which one a group shows is whichever row the engine
-    keeps: as a key, or in the text the bounding hashes, the sign of a zero made a result depend
-    on other people's rows and on row order. (A CASE, not ``x + 0.0``, which optimisers may
-    fold.)"""
+def _canonical_floats(table: Any) -> Any:
+    """``table`` with −0.0 read as 0.0 and NaN as NULL in its floating-point columns.
+
+    Engines group −0.0 with 0.0 but print them apart, and which one a group shows is whichever
+    row the engine keeps: as a key, or in the text the bounding hashes, the sign of a zero made a
+    result depend on other people's rows and on row order. NaN and NULL are two groups that
+    every output shows alike (NaN in pandas, null in JSON), in an order the engine picks: a
+    seeded release was not reproducible. (|x| at 0, not x + 0.0, which optimisers may fold, nor
+    a float literal, which Spark reads as a decimal and widens float32 to double.)"""
     ibis = _engine.ibis()
-    floats = {c: t for c, t in table.schema().items() if t.is_floating()}
+    floats = [c for c, t in table.schema().items() if t.is_floating()]
     if not floats:
         return table
-    return table.mutate(
-        **{
-            c: ibis.ifelse(table[c] == 0, ibis.literal(0.0, type=t), table[c])
-            for c, t in floats.items()
-        }
-    )
+
+    def canonical(x: Any) -> Any:
+        return ibis.cases((x.isnan(), ibis.null(x.type())), (x == 0, x.abs()), else_=x)
+
+    return table.mutate(**{c: canonical(table[c]) for c in floats})
 
 
 def _columns(name: str, value: object) -> tuple[str, ...]:
@@ -368,7 +370,7 @@ class Session:
         if nulls:
             assert unit_missing is not None
             t = t.filter(~unit_missing)
-        t = _signed_zeros_as_zero(t)
+        t = _canonical_floats(t)
         source = _engine.Source(t, source.backend, source.engine, rows=rows - nulls)
         self._source = source
         self._unit = privacy_unit

@@ -24,7 +24,12 @@ _MANY = 20
 
 def _value_column(frame: Any, keys: tuple[str, ...]) -> str:
     columns = [c for c in frame.columns if c not in keys and c not in _NOT_VALUES]
-    numeric = [c for c in columns if np.issubdtype(frame[c].dtype, np.number)]
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    # pandas' own dtype tests: numpy's issubdtype raises on extension dtypes (text, Int64)
+    numeric = [
+        c for c in columns if is_numeric_dtype(frame[c].dtype) and not is_bool_dtype(frame[c].dtype)
+    ]
     if len(numeric) != 1:
         raise InvalidParameter(
             "release must have one released numeric column to draw (a selection releases keys, "

@@ -224,6 +224,8 @@ def _cell(value: Any) -> Any:
         if math.isnan(value):
             return None
         return _finite(value)
+    if value is pd.NaT or value is pd.NA:  # a NULL date or time has an isoformat too ("NaT")
+        return None
     if hasattr(value, "isoformat"):
         return str(value.isoformat())
     if isinstance(value, tuple | list):
