@@ -453,3 +453,13 @@ def test_a_body_that_is_not_json_is_named_so(server: Server) -> None:
     r = httpx.post(f"{server.url}/queries", content=b'{"dataset": ', headers=headers)
     assert r.status_code == 422
     assert "not valid JSON" in r.json()["error"]
+
+
+def test_null_cells_of_every_type_are_json_null() -> None:
+    """A NULL date or time has an ``isoformat`` too: it was sent as the string "NaT"."""
+    import pandas as pd
+
+    from sharpdp.service.queries import _cell
+
+    assert [_cell(v) for v in (pd.NaT, pd.NA, None, float("nan"))] == [None] * 4
+    assert _cell(pd.Timestamp("2021-06-01 12:30:15.123456")) == "2021-06-01T12:30:15.123456"
