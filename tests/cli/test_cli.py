@@ -33,6 +33,17 @@ def people_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _same_session(path: Path, seed: int) -> sdp.data.Session:
+    """The session ``sharpdp query`` opens on ``path`` with ``--drop-null-units --seed``."""
+    return sdp.data.Session(
+        str(path),
+        privacy_unit="who",
+        budget=sdp.ApproxDP(1.0, 1e-6),
+        null_units="drop",
+        seed=seed,
+    )
+
+
 def test_version_and_help() -> None:
     out = subprocess.run([*script(), "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == f"sharpdp {sdp.__version__}"
@@ -61,14 +72,12 @@ def test_query_json_matches_a_session_with_the_same_seed(people_csv: Path) -> No
     result = runner.invoke(app, ["query", *args])
     assert result.exit_code == 0, result.output
     got = json.loads(result.output)
-    s = sdp.data.Session(
-        str(people_csv),
-        privacy_unit="who",
-        budget=sdp.ApproxDP(1.0, 1e-6),
-        null_units="drop",
-        seed=7,
+    want = (
+        _same_session(people_csv, seed=7)
+        .count_by("shop", keys=["a", "b", "c"], privacy=sdp.PureDP(0.5))
+        .run(rng=7)
+        .to_pandas()
     )
-    want = s.count_by("shop", keys=["a", "b", "c"], privacy=sdp.PureDP(0.5)).run(rng=7).to_pandas()
     assert [r["count"] for r in got["rows"]] == want["count"].tolist()
     assert [r["lower"] for r in got["rows"]] == want["lower"].tolist()
     # a 0.5-DP discrete Laplace, read at the budget's δ = 1e-6 (its exact profile: just below 0.5)
@@ -83,19 +92,14 @@ def test_query_prints_bounds_to_its_digits(people_csv: Path) -> None:
     args += ["--bounds", "0,6", "--privacy", "pure:0.5", "--seed", "3", "--digits", "3"]
     result = runner.invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    s = sdp.data.Session(
-        str(people_csv),
-        privacy_unit="who",
-        budget=sdp.ApproxDP(1.0, 1e-6),
-        null_units="drop",
-        seed=3,
-    )
-    frame = s.mean("spent", bounds=(0, 6), privacy=sdp.PureDP(0.5)).run(rng=3).to_pandas()
+    query = _same_session(people_csv, seed=3).mean("spent", bounds=(0, 6), privacy=sdp.PureDP(0.5))
+    frame = query.run(rng=3).to_pandas()
     lo, hi = float(frame["lower"].iloc[0]), float(frame["upper"].iloc[0])
-
     assert f"{lower(lo, 3)} " in result.output
     assert f"{upper(hi, 3)} " in result.output
     assert len(lower(lo, 3).replace("-", "").replace(".", "").lstrip("0")) <= 3
+    # the cost, 0.5-DP read at δ = 1e-6 (just below 0.5), rounded up to 3 digits
+    assert "cost ε = 0.5 " in result.output
 
 
 def test_query_spends_from_a_ledger_and_then_refuses(people_csv: Path, tmp_path: Path) -> None:

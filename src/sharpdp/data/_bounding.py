@@ -246,12 +246,9 @@ def valued_rows(
     keys: Sequence[str],
     public: Sequence[tuple[Any, ...]] | None,
 ) -> Any:
-    """Rows whose ``column`` is neither NULL nor NaN, of the public ``keys`` if any (row-wise)."""
-    col = table[column]
-    keep = col.notnull()
-    if col.type().is_floating():
-        keep = keep & ~col.isnan()  # NaN is not NULL in DuckDB or Spark; both are skipped
-    table = table.filter(keep)
+    """Rows whose ``column`` is not NULL (a session reads NaN as NULL), of the public ``keys``
+    if any (row-wise)."""
+    table = table.filter(table[column].notnull())
     if public is not None and keys:
         table = restrict_keys(table, keys, public)
     return table

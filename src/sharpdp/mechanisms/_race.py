@@ -114,36 +114,39 @@ def scaled_gaps(q: FloatArray, c: Fraction | None) -> FloatArray:
     """c·(q − max q) in float64 for scores q (finite or −inf, not all −inf) and an exact c ≥ 0
     (``None``: c = ∞, which keeps the maxima at 0 and sends the rest to −inf; c = 0 gives 0).
 
-    With c = c_m·2^m (c_m in [1, 2], rounded once), each value is ldexp(q − max q, m)·c_m: three
-    roundings in all, and never an overflow that the true value does not have. Where q − max q
+    With c = c_m·2^m (c_m in [1, 2], rounded once), each value is (q − max q)·c_m·2^m — one
+    product by the float c_m·2^m where that is normal, else an exact scaling by 2^m then c_m —
+    three roundings in all, and never an overflow that the true value does not have. Where q − max q
     itself overflows (|q| + |max q| beyond the float range, scores of both signs) it is taken as
     ldexp(q, m) − ldexp(max q, m) when m < 0 (a scaled difference, finite), and is −inf when
     m ≥ 0 (then |c·(q − max q)| exceeds the float range). Multiplying the float difference by a
     float c instead made c·(q − max q) = −inf for c < 1 (its factor overflowed) and for c
     beyond the float range (a subnormal Δ): candidates with a moderate offset never won.
     """
-    out = np.full(q.shape, -np.inf)
-    finite = ~np.isneginf(q)
-    qf = q[finite]
-    top = float(np.max(qf))
+    top = float(np.max(q))
     if c is None:
-        out[finite] = np.where(qf == top, 0.0, -np.inf)
-        return out
+        return np.where(q == top, 0.0, -np.inf)
     if c == 0:
-        out[finite] = 0.0
-        return out
+        return np.where(np.isneginf(q), -np.inf, 0.0)
+    low = float(np.min(q))
+    if math.isinf(low):  # excluded candidates: the least finite score
+        low = float(np.min(q[~np.isneginf(q)]))
     m = c.numerator.bit_length() - c.denominator.bit_length()
     ratio = c / Fraction(2) ** m
     if ratio < 1:
         ratio, m = ratio * 2, m - 1
     c_m = float(ratio)  # in [1, 2]: correctly rounded
     with np.errstate(over="ignore", invalid="ignore"):
-        gap = qf - top
-        scaled = np.ldexp(gap, m)
-        over = np.isneginf(gap)
-        if m < 0 and over.any():
-            scaled[over] = np.ldexp(qf[over], m) - math.ldexp(top, m)
-        out[finite] = scaled * c_m
+        out = np.subtract(q, top)  # −inf for excluded scores, and where the difference overflows
+        # scores of both signs so far apart that q − max q overflows: taken apart below (c < 1)
+        over = np.isneginf(out) & ~np.isneginf(q) if m < 0 and math.isinf(top - low) else None
+        if -1022 <= m <= 1023:  # c_m·2^m is c rounded once, a normal float: one product
+            np.multiply(out, math.ldexp(c_m, m), out=out)
+        else:  # c beyond the normal range: an exact scaling by 2^m, then c_m
+            np.ldexp(out, m, out=out)
+            np.multiply(out, c_m, out=out)
+        if over is not None and over.any():
+            out[over] = (np.ldexp(q[over], m) - math.ldexp(top, m)) * c_m
     return out
 
 
