@@ -9,9 +9,11 @@ results are checked against a computation that shares no code with sharpdp.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -30,14 +32,52 @@ def _text(v: Any) -> str:
 P = 2**31 - 1
 
 
-def rank_hash(parts: Sequence[Any], salt: str) -> int:
-    """The bounding hash, from its specification: codes cᵢ, first the integers (mod P) in order,
-    then, if any other part, one code for all of them, the first 7 hex digits of the MD5 of
-    salt ‖ '|' text ‖ '|' text …; h ← (h·((aᵢcᵢ + bᵢ) mod P) + eᵢ) mod P from h = 1, with
-    (aᵢ, bᵢ, eᵢ) read from SHA-256(salt:i) as three big-endian 64-bit words."""
-    integral = [p for p in parts if isinstance(p, bool | int | np.integer | np.bool_)]
-    textual = [p for p in parts if not isinstance(p, bool | int | np.integer | np.bool_)]
-    codes = [int(p) % P for p in integral]
+def float_codes(x: float) -> list[int]:
+    """A float's two codes, from its specification: (kind·4096 + e + 1100, (m − 1)·2⁵² mod P)
+    for |x| = m·2ᵉ, m ∈ [1, 2), or e = −1023 and m = |x|·2¹⁰²³ for a subnormal; kinds NULL/NaN 0,
+    zero 1, +inf 2, −inf 3, positive 4, negative 5 (with e = 0, m = 1). Read from Python's
+    ``math.frexp`` (|x| = f·2ᵏ, f ∈ [0.5, 1)), sharing nothing with the engine expression."""
+    if x != x:
+        kind, e, scaled = 0, 0, 0
+    elif x == 0:
+        kind, e, scaled = 1, 0, 0
+    elif math.isinf(x):
+        kind, e, scaled = (2 if x > 0 else 3), 0, 0
+    else:
+        f, k = math.frexp(abs(x))
+        if abs(x) < 2.0**-1022:
+            e, m = -1023, Fraction(abs(x)) * 2**1023
+        else:
+            e, m = k - 1, Fraction(f) * 2
+        scaled = (m - 1) * 2**52
+        assert scaled.denominator == 1
+        kind = 4 if x > 0 else 5
+    return [kind * 4096 + e + 1100, int(scaled) % P]
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool | int | np.integer | np.bool_):
+        return "int"
+    if isinstance(value, float | np.floating) and value == value:
+        return "float"  # (NaN: a missing value, typed by its column: pass kinds=)
+    return "text"
+
+
+def rank_hash(parts: Sequence[Any], salt: str, kinds: Sequence[str] | None = None) -> int:
+    """The bounding hash, from its specification: codes cᵢ, first the integers (mod P) and the
+    floats (two codes each, :func:`float_codes`) in order, then, if any other part, one code for
+    all of them, the first 7 hex digits of the MD5 of salt ‖ '|' text ‖ '|' text …;
+    h ← (h·((aᵢcᵢ + bᵢ) mod P) + eᵢ) mod P from h = 1, with (aᵢ, bᵢ, eᵢ) read from SHA-256(salt:i)
+    as three big-endian 64-bit words. ``kinds`` ("int", "float" or "text" per part: the column
+    types) defaults to each value's own type, a NaN counting as text's NULL."""
+    kinds = [_kind(p) for p in parts] if kinds is None else list(kinds)
+    textual = [p for p, k in zip(parts, kinds, strict=True) if k == "text"]
+    codes = []
+    for p, k in zip(parts, kinds, strict=True):
+        if k == "float":
+            codes.extend(float_codes(float("nan") if p is None else float(p)))
+        elif k == "int":  # NULL: P − 1
+            codes.append(P - 1 if p is None or p is pd.NA else int(p) % P)
     if textual:
         text = salt + "".join("|" + _text(p) for p in textual)
         codes.append(int(hashlib.md5(text.encode()).hexdigest()[:7], 16))
@@ -50,13 +90,21 @@ def rank_hash(parts: Sequence[Any], salt: str) -> int:
     return h
 
 
+def _column_kind(column: pd.Series) -> str:
+    kind = column.dtype.kind
+    return "float" if kind == "f" else "int" if kind in "iub" else "text"
+
+
 def bounded_pairs(
     df: pd.DataFrame, unit: str, keys: Sequence[str], max_rows: int, max_groups: int, salt: str
 ) -> pd.DataFrame:
     """One row per kept (unit, key): columns unit, keys, rows = min(n, max_rows)."""
     n = df.groupby([unit, *keys], dropna=False).size().reset_index(name="n")
     n["rows"] = np.minimum(n["n"], max_rows)
-    n["digest"] = [rank_hash([r[unit], *(r[k] for k in keys)], salt) for _, r in n.iterrows()]
+    kinds = [_column_kind(df[c]) for c in (unit, *keys)]
+    n["digest"] = [
+        rank_hash([r[unit], *(r[k] for k in keys)], salt, kinds) for _, r in n.iterrows()
+    ]
     n = n.sort_values([unit, "digest"], kind="mergesort")
     n["rank"] = n.groupby(unit).cumcount()
     return n[n["rank"] < max_groups][[unit, *keys, "rows"]].reset_index(drop=True)
@@ -74,6 +122,7 @@ class Reference:
     """The independent bounding reference (as a fixture, since test modules cannot import)."""
 
     rank_hash = staticmethod(rank_hash)
+    float_codes = staticmethod(float_codes)
     bounded_pairs = staticmethod(bounded_pairs)
     bounded_counts = staticmethod(bounded_counts)
 

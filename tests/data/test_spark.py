@@ -13,6 +13,8 @@ from typing import Any
 import ibis
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import sharpdp as sdp
@@ -267,7 +269,7 @@ def test_rank_hash_matches_its_specification_on_both_engines(
 
     want = [
         reference.rank_hash(
-            [integral(i), None if s is None else s, integral(b), d.isoformat()], salt
+            [integral(i), None if pd.isna(s) else s, integral(b), d.isoformat()], salt
         )
         for i, s, b, d in zip(ints, frame["s"], frame["b"], frame["d"], strict=True)
     ]
@@ -275,6 +277,98 @@ def test_rank_hash_matches_its_specification_on_both_engines(
     for name, out in got.items():
         order = out.sort_values("d")  # dates are distinct: row identity
         assert order["h"].astype(np.int64).tolist() == want, name
+
+
+def _float_cases() -> list[float]:
+    """Floats at every binary exponent, their neighbours, subnormals, the extremes, values the
+    engines print differently (1e20: ``1e+20``/``1.0E20``; 2.82879384806159e17, which Java 17
+    prints in more digits than needed), zeros, infinities and NaN."""
+    powers = [2.0**k for k in range(-1074, 1024)]
+    below = [float(np.nextafter(2.0**k, 0)) for k in range(-1073, 1024)]
+    above = [float(np.nextafter(2.0**k, 5)) for k in range(-1074, 1023)]
+    bits = np.random.default_rng(11).integers(0, 2**63, 3000, dtype=np.int64)
+    drawn = [float(v) for v in bits.view(np.float64) if v == v]
+    named = [0.1, -1.5, 1e20, 2.82879384806159e17, 1e7, 1e-3, 5e-324, -1.7976931348623157e308]
+    return powers + below + above + drawn + named + [0.0, -0.0, np.inf, -np.inf, np.nan]
+
+
+def test_float_codes_match_their_specification_on_both_engines(
+    spark: Any, reference: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A float key's two hash codes, computed by DuckDB and by Spark, equal the exact ones from
+    Python's frexp: log₂ rounds differently on the engines near powers of two, and the rest is
+    exact IEEE arithmetic, so the codes (hence the rows kept) are identical."""
+    values = _float_cases()
+    path = str(tmp_path_factory.mktemp("floats") / "f.parquet")
+    pd.DataFrame({"i": np.arange(len(values)), "x": values}).to_parquet(path, index=False)
+    want = [reference.float_codes(v) for v in values]
+    spark.read.parquet(path).createOrReplaceTempView("float_cases")
+    with _engine.quiet():
+        tables = {
+            "duckdb": ibis.duckdb.connect().read_parquet(path),
+            "spark": ibis.pyspark.connect(spark).table("float_cases"),
+        }
+        for name, t in tables.items():
+            first, second = _bounding._float_codes(t.x)
+            got = _engine.execute(t.get_backend(), t.select(t.i, a=first, b=second).order_by("i"))
+            pairs = [[int(a), int(b)] for a, b in zip(got["a"], got["b"], strict=True)]
+            wrong = [(values[i], want[i], p) for i, p in enumerate(pairs) if p != want[i]]
+            assert not wrong, (name, wrong[:5])
+
+
+def _comparable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Byte strings as hex, instants in UTC (Spark returns them in its session's zone name)."""
+    out = frame.copy()
+    if "b" in out:
+        out["b"] = [v.hex() for v in out["b"]]
+    if "tz" in out:
+        out["tz"] = pd.to_datetime(out["tz"], utc=True)
+    return out
+
+
+def test_same_rows_kept_for_float_binary_and_time_zoned_keys(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Keys whose text the engines print differently, with every cap binding (each person holds
+    3 keys and 3 rows of each, 1 and 1 kept): both engines keep the same rows, so the releases
+    are identical. (The text of a float, a byte string or a time-zoned timestamp differed
+    between DuckDB and Spark, so they kept different rows.)"""
+    persons = 200
+    keys = {
+        "f": [1e20, 2.82879384806159e17, 1e-7, 0.1, 1e7, 123456.789],
+        "b": [b"\x00\xff", b"ab", b"\xc3\xa9", b"", b"\x80", b"zz"],
+        "tz": list(pd.date_range("2020-01-01 12:30:15.123456", periods=6, freq="37min", tz="UTC")),
+    }
+    rows: dict[str, list[Any]] = {"who": [], "v": [], **{c: [] for c in keys}}
+    for p in range(persons):
+        for j in range(3):  # three keys per person, three rows per key
+            for r in range(3):
+                rows["who"].append(f"p{p}")
+                rows["v"].append(float(p % 7 + r) * 1e7 + 0.5)  # printed 1.0E7… by Java
+                for c, ks in keys.items():
+                    rows[c].append(ks[(p + 2 * j) % len(ks)])
+    path = str(tmp_path_factory.mktemp("texts") / "texts.parquet")
+    types = {"who": pa.string(), "v": pa.float64(), "f": pa.float64(), "b": pa.binary()}
+    types["tz"] = pa.timestamp("us", tz="UTC")
+    pq.write_table(pa.table({c: pa.array(v, type=types[c]) for c, v in rows.items()}), path)
+    spark.read.parquet(path).createOrReplaceTempView("text_keys")
+    with _engine.quiet():
+        sp = ibis.pyspark.connect(spark).table("text_keys")
+    budget = sdp.ApproxDP(1e6, 1e-3)
+    sessions = [sdp.data.Session(t, "who", budget, seed=8) for t in (path, sp)]
+    out: list[list[pd.DataFrame]] = []
+    for s in sessions:
+        releases = []
+        for column in keys:
+            q = s.count_by(column, privacy=sdp.ApproxDP(30.0, 1e-8), max_groups=1, max_rows=1)
+            releases.append(q.run(rng=3).to_pandas())
+        q = s.sum("v", bounds=(0.0, 1e8), by="f", keys=keys["f"], privacy=sdp.PureDP(30.0))
+        releases.append(q.run(rng=3).to_pandas())
+        out.append(releases)
+    for a, b in zip(*out, strict=True):
+        a, b = (_comparable(x) for x in (a, b))
+        pd.testing.assert_frame_equal(a, b, check_dtype=False)
+        assert len(a) >= 3
 
 
 def test_row_level_same_release_on_duckdb_and_spark(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -261,6 +262,13 @@ def query(
     drop_null_units: Annotated[
         bool, typer.Option(help="drop rows whose unit is empty (default: refuse them)")
     ] = False,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            help="a CSV's column types, COL:TYPE,... (e.g. dep_delay:int64,day:date): every "
+            "column read as text, declared ones converted, a value that does not parse as NULL"
+        ),
+    ] = None,
     level: Annotated[float, typer.Option(help="confidence level of the intervals")] = 0.95,
     seed: Annotated[int | None, typer.Option(help="seed (noise and bounding hash)")] = None,
     explain: Annotated[
@@ -306,6 +314,7 @@ def query(
         "analyst": analyst,
         "null_units": "drop" if drop_null_units else "refuse",
         "seed": seed,
+        "schema": None if schema is None else _schema(schema),
     }
     with _in_option_words():
         _run(
@@ -320,9 +329,21 @@ def query(
         )
 
 
+def _schema(text: str) -> dict[str, str]:
+    """``--schema COL:TYPE,...`` as a mapping (a type such as decimal(12,2) keeps its comma)."""
+    pairs: dict[str, str] = {}
+    for item in re.split(r",(?![^(]*\))", text):
+        column, sep, dtype = item.partition(":")
+        if not sep or not column.strip() or not dtype.strip():
+            raise typer.BadParameter(f"--schema: expected COL:TYPE items, got {item.strip()!r}")
+        pairs[column.strip()] = dtype.strip()
+    return pairs
+
+
 #: The library's keyword arguments as they appear in its messages, and the options they are here.
 _OPTION_WORDS = (
     ("null_units='drop'", "--drop-null-units"),
+    ("schema={column: type}", "--schema COL:TYPE,..."),
     ("public keys=", "public --keys"),
     ("keys is only used with by=", "--keys is only used with --by"),
     ("max_rows", "--max-rows"),
@@ -378,6 +399,7 @@ def _run(
         analyst=analyst,
         null_units=session_options["null_units"],
         seed=0 if seed is None else seed,
+        schema=session_options["schema"],
     )
     if key_texts is not None:
         key_columns = _key_columns(kind, column, by)

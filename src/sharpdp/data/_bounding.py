@@ -20,7 +20,9 @@ choice from being the same systematic subset every time.
 from the four operations every SQL engine computes identically on 64-bit integers (``+``, ``*``,
 ``%`` with C's sign rule, comparisons), kept below 2⁶³ at every step so that no engine overflows or
 wraps. Integer and boolean columns contribute their value reduced mod p, p = 2³¹ − 1 (the fast
-path: no text, no digest). All other columns together contribute *one* code: the first 7 hex digits
+path: no text, no digest); floating-point columns two codes from their exact binary exponent and
+fraction, computed with operations that are exact in IEEE arithmetic (engines print floats
+differently). All other columns together contribute *one* code: the first 7 hex digits
 (28 bits) of the MD5 digest of salt ‖ text₁ ‖ text₂ …, each column's text prefixed by ``|``
 (NULL written ``\\N``; dates and strings print alike on DuckDB and Spark), so one digest per row,
 whatever the number of text columns, and the salt reorders every person's keys independently. The
@@ -37,6 +39,7 @@ themselves in its output's shape, and a grouped count is the engine's plain ``GR
 
 from __future__ import annotations
 
+import datetime
 import functools
 import hashlib
 from collections.abc import Sequence
@@ -87,6 +90,45 @@ def _integral_code(value: Any) -> Any:
     return ((value.cast("int64") % P + P) % P).fill_null(P - 1)
 
 
+def _is_float(value: Any) -> bool:
+    return bool(value.type().is_floating())
+
+
+#: Offsets of the float codes: the kind (NULL, zero, +inf, −inf, positive, negative) times 2¹²
+#: plus the binary exponent e ∈ [−1023, 1024] plus 1100, all in [0, 2¹⁵).
+_FLOAT_KIND_STEP, _FLOAT_EXPONENT_OFFSET = 4096, 1100
+
+
+def _float_codes(value: Any) -> tuple[Any, Any]:
+    """Two codes in [0, P) of a floating-point column, from its exact binary form (no text).
+
+    For finite x ≠ 0, |x| = m·2ᵉ with m ∈ [1, 2) (normal) or e = −1023 and m = |x|·2¹⁰²³ ∈
+    (0, 1) (subnormal); the codes are (kind·2¹² + e + 1100, ⌊(m − 1)·2⁵²⌋ mod P), where
+    (m − 1)·2⁵² is an exact integer in (−2⁵², 2⁵²). Engines print floats differently (DuckDB
+    ``1e+20``, Spark ``1.0E20``, and Java 17 not always in the fewest digits), so text would
+    not be portable; these operations are exact in IEEE double arithmetic on every engine:
+    e₀ = ⌊log₂|x|⌋ clamped to [−1022, 1023] (log₂ may round either way near a power of two),
+    m₀ = |x| / 2^e₀ (an exact division by a power of two, normal and nonzero), then one step
+    moves m₀ into [1, 2) (or, for a subnormal, from (0, 1) to (0, 2)), whatever e₀ was. Zeros,
+    infinities and NULL or NaN are their own kinds and enter the arithmetic as 1.0,
+    so no operation overflows or divides by zero on any row.
+    """
+    ibis = _engine.ibis()
+    x = value.cast("float64")
+    a = x.abs()
+    inf = float("inf")
+    # (ibis's isinf() compiles to FALSE on Spark: compare with ±inf instead)
+    missing = x.isnull() | x.isnan()  # (a session reads NaN as NULL already)
+    safe = ibis.ifelse((a == 0) | (a == inf) | missing, 1.0, a)
+    e0 = ibis.greatest(ibis.least(safe.log2().floor().cast("int64"), 1023), -1022)
+    m0 = safe / (ibis.literal(2.0, type="float64") ** e0)
+    m = ibis.cases((m0 >= 2.0, m0 / 2.0), (m0 < 1.0, m0 * 2.0), else_=m0)
+    e = e0 + ibis.cases((m0 >= 2.0, 1), (m0 < 1.0, -1), else_=0)
+    fraction = ((m - 1.0) * float(2**52)).floor().cast("int64")
+    kind = ibis.cases((missing, 0), (a == 0, 1), (x == inf, 2), (x == -inf, 3), (x > 0, 4), else_=5)
+    return kind * _FLOAT_KIND_STEP + e + _FLOAT_EXPONENT_OFFSET, (fraction % P + P) % P
+
+
 def _hex7_portable(digest: Any) -> Any:
     """int(first 7 hex digits, 16) with operations every engine has (seven one-character reads)."""
     code: Any = None
@@ -129,11 +171,49 @@ def _engine_name(table: Any) -> str | None:
         return None
 
 
+@functools.cache
+def _hex() -> Any:
+    """The engines' ``hex(binary)``: upper-case hexadecimal text on DuckDB and on Spark."""
+
+    def hex(value: bytes) -> str:  # type: ignore[empty-body]
+        ...
+
+    return _engine.ibis().udf.scalar.builtin(hex, name="hex")
+
+
+@functools.cache
+def _duckdb_timezone() -> Any:
+    """DuckDB's ``timezone(zone, timestamptz)``: the wall time in ``zone``, without a zone."""
+
+    def timezone(zone: str, value: datetime.datetime) -> datetime.datetime:  # type: ignore[empty-body]
+        ...
+
+    return _engine.ibis().udf.scalar.builtin(timezone, name="timezone")
+
+
+def _text(value: Any, engine: str | None) -> Any:
+    """The text a column enters the digest with, alike on DuckDB and Spark.
+
+    Strings, dates, timestamps and decimals print alike. Binary values are written in hex
+    (``hex``: DuckDB's text form escapes bytes, Spark's decodes them as UTF-8). A time-zoned
+    timestamp is written as its UTC wall time on DuckDB (which otherwise prints it in the
+    process's time zone with an offset); Spark's instants, which Ibis sees without a time zone,
+    print in the Spark session's time zone, so the engines agree when that zone is UTC.
+    """
+    dtype = value.type()
+    if dtype.is_binary() and engine in ("duckdb", "pyspark"):
+        return _hex()(value)
+    if dtype.is_timestamp() and dtype.timezone is not None and engine == "duckdb":
+        return _duckdb_timezone()("UTC", value).cast("string")
+    return value.cast("string")
+
+
 def _text_digest(table: Any, columns: Sequence[str], salt: str) -> Any:
-    """MD5 hex digest of salt ‖ '|' text₁ ‖ '|' text₂ … over the (non-integer) ``columns``."""
+    """MD5 hex digest of salt ‖ '|' text₁ ‖ '|' text₂ … over the (non-numeric) ``columns``."""
+    engine = _engine_name(table)
     text: Any = _engine.ibis().literal(salt)
     for c in columns:
-        text = text + "|" + table[c].cast("string").fill_null(_NULL)
+        text = text + "|" + _text(table[c], engine).fill_null(_NULL)
     return text.hexdigest("md5")
 
 
@@ -150,8 +230,9 @@ def _multipliers(salt: str, n: int) -> list[tuple[int, int, int]]:
 def rank_hash(table: Any, columns: Sequence[str], salt: str) -> tuple[Any, Any]:
     """The portable seeded hash of ``columns`` (module docstring), as ``(table', h)``.
 
-    Codes cᵢ: each integer column's value mod P, in order, then (if any other column) one code, the
-    first 7 hex digits of MD5(salt ‖ '|' text … of the non-integer columns). h₀ = 1,
+    Codes cᵢ: for the integer and floating-point columns in order, an integer's value mod P or a
+    float's two codes (:func:`_float_codes`), then (if any other column) one code, the first 7
+    hex digits of MD5(salt ‖ '|' text … of the other columns). h₀ = 1,
     hᵢ = (hᵢ₋₁ · ((aᵢ·cᵢ + bᵢ) mod P) + eᵢ) mod P; every intermediate is < 2⁶² (codes and h are
     < P < 2³¹), so int64 arithmetic is exact on every engine.
 
@@ -161,10 +242,12 @@ def rank_hash(table: Any, columns: Sequence[str], salt: str) -> tuple[Any, Any]:
         ``_sdp_md5*`` columns when done), and ``h``, an int64 expression over ``table'`` in [0, P).
         Integer columns need no projection, so their hash stays inside the expression that uses it.
     """
-    integral = [c for c in columns if _is_integral(table[c])]
-    textual = [c for c in columns if c not in integral]
+    numeric = [c for c in columns if _is_integral(table[c]) or _is_float(table[c])]
+    textual = [c for c in columns if c not in numeric]
     t = table.mutate(_sdp_md5=_text_digest(table, textual, salt)) if textual else table
-    codes = [_integral_code(t[c]) for c in integral]
+    codes: list[Any] = []
+    for c in numeric:
+        codes.extend(_float_codes(t[c]) if _is_float(t[c]) else [_integral_code(t[c])])
     if textual:
         decode = _HEX7_DECODERS.get(_engine_name(table) or "", _hex7_portable)
         codes.append(decode(t["_sdp_md5"]))

@@ -16,13 +16,22 @@ import itertools
 import os
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sharpdp.errors import InvalidParameter
 
-__all__ = ["Source", "check_columns", "execute", "ibis", "open_table", "quiet"]
+__all__ = [
+    "Source",
+    "check_columns",
+    "execute",
+    "ibis",
+    "open_table",
+    "parse_schema",
+    "quiet",
+    "read_csv",
+]
 
 _COUNTER = itertools.count()
 
@@ -159,26 +168,129 @@ def _is_ibis_table(obj: object) -> bool:
     return isinstance(obj, importlib.import_module("ibis.expr.types").Table)
 
 
-def open_table(table: object, engine: Any = None) -> Source:
+def open_table(
+    table: object, engine: Any = None, schema: Mapping[str, Any] | None = None
+) -> Source:
     """Register ``table`` with an engine and return it as an Ibis table.
 
     Args:
         table: a ``.csv``/``.parquet`` path, a pandas/Polars DataFrame, a PyArrow table, or an Ibis
             table (which keeps its backend).
         engine: an Ibis backend to register non-Ibis tables with (default: :func:`embedded`).
+        schema: a CSV's declared column types (see :func:`read_csv`); other tables carry theirs.
 
     Returns:
         The :class:`Source`.
 
     Raises:
-        InvalidParameter: ``table`` is of another type, or a path with another suffix or missing.
+        InvalidParameter: ``table`` is of another type, or a path with another suffix or missing;
+            a ``schema`` for a table that is not a CSV, or a bad one; a CSV value that does not
+            parse as its column's inferred type.
     """
     with quiet():
-        return _open(table, engine)
+        return _open(table, engine, schema)
 
 
-def _open(table: object, engine: Any) -> Source:
+def _no_schema(schema: Mapping[str, Any] | None, what: str) -> None:
+    if schema is not None:
+        raise InvalidParameter(
+            f"schema= declares the column types of a CSV file; {what} carries its own types "
+            "(cast its columns before opening the session)"
+        )
+
+
+def parse_schema(schema: Mapping[str, Any], columns: Sequence[str]) -> dict[str, Any]:
+    """``schema`` (column → type name or Ibis type) as Ibis data types, checked against the
+    CSV's ``columns``; nested types are refused (they have no text form to parse)."""
+    if not isinstance(schema, Mapping) or not schema:
+        raise InvalidParameter(
+            f"schema must be a non-empty mapping of column names to types, got {schema!r}"
+        )
+    out = {}
+    for column, spec in schema.items():
+        if column not in columns:
+            raise InvalidParameter(
+                f"schema: no column {column!r} in the CSV (columns: {sorted(columns)})"
+            )
+        try:
+            dtype = ibis().dtype(spec)
+        except Exception as err:
+            raise InvalidParameter(
+                f"schema: {spec!r} (column {column!r}) is not a type; use e.g. 'string', "
+                "'int64', 'float64', 'boolean', 'date', 'timestamp' or 'decimal(12, 2)'"
+            ) from err
+        if dtype.is_nested() or dtype.is_null():
+            raise InvalidParameter(
+                f"schema: column {column!r} cannot be declared {dtype}: declare a number, "
+                "text, boolean, date or time type"
+            )
+        out[column] = dtype
+    return out
+
+
+def read_csv(
+    backend: Any, path: str, name: str, schema: Mapping[str, Any] | None, temp: bool = True
+) -> Any:
+    """A CSV file as a table of ``backend``, every value parsed now.
+
+    Without ``schema`` the engine infers each column's type from the values (DuckDB from a sample
+    of rows), so the types depend on the data: the README asks the data holder to check them.
+    With ``schema`` every column is read as text and each declared column is converted to its
+    type by a *safe* cast (``TRY_CAST``): a value that does not parse becomes NULL. That is a
+    row-wise map (neighbouring files stay neighbouring), so no type, and hence no query's
+    result, failure or shape, depends on the values. Undeclared columns stay text.
+
+    On DuckDB the file is loaded into a temporary table when the session opens: a value that does
+    not parse as an inferred type then fails there, for the data holder, and never later in an
+    analyst's query (DuckDB parses a CSV's columns only when a query reads them, so a value
+    beyond its type-inference sample failed exactly the queries that read its column: a free bit
+    about the data). Later queries read the loaded table instead of parsing the file again. The
+    text is loaded first and converted from the table: DuckDB 2.0 turns a ``TRY_CAST`` of a CSV
+    column into the reader's strict cast (its ``type_pushdown`` optimiser), which fails on such
+    a value. ``temp``: load into a temporary table (seen by ``backend``'s connection alone).
+    """
+    duck = str(backend.name) == "duckdb"
+    options = {} if schema is None else {"all_varchar": True} if duck else {"inferSchema": False}
+    try:
+        raw = backend.read_csv(path, table_name=name + "_file", **options)
+        types = {} if schema is None else parse_schema(schema, raw.columns)
+        if not duck:  # e.g. Spark, which infers types over the whole file, parsing permissively
+            return raw.mutate(**{c: raw[c].try_cast(d) for c, d in types.items()})
+        loaded = backend.create_table(name + "_text" if types else name, raw, temp=temp)
+    except InvalidParameter:
+        raise
+    except Exception as err:
+        if not _words(err):
+            raise
+        lines = str(err).strip().splitlines()
+        hint = (
+            "; declare the columns' types with schema={column: type}, which reads a value that "
+            "does not parse as NULL"
+            if schema is None and "convert" in str(err).lower()
+            else ""
+        )
+        raise InvalidParameter(f"table: cannot read {path!r}: {' '.join(lines[:2])}{hint}") from err
+    finally:
+        if duck:
+            backend.drop_view(name + "_file", force=True)
+    if not types:
+        return loaded
+    typed = backend.create_table(
+        name, loaded.mutate(**{c: loaded[c].try_cast(d) for c, d in types.items()}), temp=temp
+    )
+    backend.drop_table(name + "_text", force=True)
+    return typed
+
+
+def _words(err: Exception) -> set[str]:
+    """Stems that mark an engine's error as one about reading a file's contents."""
+    text = str(err).lower()
+    return {stem for stem in ("conver", "csv", "sniff", "pars") if stem in text}
+
+
+def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Source:
     if _is_ibis_table(table):
+        _no_schema(schema, "an Ibis table")
         t: Any = table
         try:
             backend = t.get_backend()
@@ -198,12 +310,14 @@ def _open(table: object, engine: Any) -> Source:
                 f"table: the file {path!r} is empty (0 bytes: no header, no rows)"
             )
         if lower.endswith(".csv") or lower.endswith(".csv.gz"):
-            t = backend.read_csv(path, table_name=name)
+            t = read_csv(backend, path, name, schema, temp=engine is None)
         elif lower.endswith(".parquet") or lower.endswith(".pq"):
+            _no_schema(schema, "a Parquet file")
             t = backend.read_parquet(path, table_name=name)
         else:
             raise InvalidParameter(f"table: path must end in .csv or .parquet, got {path!r}")
         return Source(t, backend, str(backend.name))
+    _no_schema(schema, f"a {type(table).__name__}")
     module = type(table).__module__.split(".")[0]
     if module in ("pandas", "polars", "pyarrow"):
         try:

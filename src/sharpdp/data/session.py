@@ -21,7 +21,7 @@ import itertools
 import math
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -308,13 +308,22 @@ class Session:
         period: the budget period label of the account.
         max_groups: the default κ (keys per person) of queries that do not declare one.
         max_rows: the default m (rows per person per key) of queries that do not declare one.
+        schema: a CSV's column types, declared (``{"dep_delay": "int64", "day": "date"}``; Ibis
+            type names). Every column is then read as text and each declared one converted by a
+            safe cast: a value that does not parse becomes NULL, a row-wise map, so no column's
+            type depends on the data (without it, the engine infers types from the values, and
+            one person's odd value can turn a number column into text). Undeclared columns stay
+            text. Only for CSV paths: other tables carry their own types.
 
     The set-up checks (the unit column exists, the table is not empty, NULL units) read the
-    table and are not private: they are for the data holder who opens the session.
+    table and are not private: they are for the data holder who opens the session. A CSV is
+    loaded into the engine's memory when the session opens (on DuckDB), so a value that does not
+    parse fails there, never in an analyst's query.
 
     Raises:
         InvalidParameter: an unknown ``privacy_unit`` column, NULL units (with ``"refuse"``), an
-            empty table, or a bad budget/ledger/analyst.
+            empty table, a CSV that cannot be read, a bad ``schema``, or a bad
+            budget/ledger/analyst.
     """
 
     def __init__(
@@ -331,6 +340,7 @@ class Session:
         period: str = "all",
         max_groups: int = 1,
         max_rows: int = 1,
+        schema: Mapping[str, Any] | None = None,
     ) -> None:
         self._max_groups = _validate.integer("max_groups", max_groups, minimum=1)
         self._max_rows = _validate.integer("max_rows", max_rows, minimum=1)
@@ -338,7 +348,7 @@ class Session:
             raise InvalidParameter(f"null_units must be 'refuse' or 'drop', got {null_units!r}")
         if seed is not None:
             seed = _validate.integer("seed", seed, minimum=0)
-        source = _engine.open_table(table, engine)
+        source = _engine.open_table(table, engine, schema)
         if privacy_unit is not None:
             _engine.check_columns(source.table, "privacy_unit", (privacy_unit,))
             _engine.check_scalar_columns(source.table, "privacy_unit", (privacy_unit,))

@@ -22,6 +22,7 @@ Example (``service.toml``; relative paths are read from the file's directory)::
     engine = "duckdb"               # the embedded default (the only engine served today)
     privacy_unit = "tailnum"
     null_units = "drop"             # or "refuse" (the default)
+    # schema = { dep_delay = "int64", day = "date" }   # a CSV's declared column types
     max_rows = 1                    # default bounding rules of queries that declare none
     max_groups = 1
 
@@ -72,6 +73,8 @@ class DatasetConfig:
         null_units: ``"refuse"`` or ``"drop"`` (see :class:`sharpdp.data.Session`).
         max_rows: the default rows per person per key of queries that declare none.
         max_groups: the default keys per person of queries that declare none.
+        schema: a CSV's declared column types, as (column, type) pairs (see
+            :class:`sharpdp.data.Session`), or ``None``: the engine infers them.
     """
 
     name: str
@@ -81,6 +84,7 @@ class DatasetConfig:
     null_units: str = "refuse"
     max_rows: int = 1
     max_groups: int = 1
+    schema: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +175,16 @@ def _dataset(name: str, table: object, base: Path) -> DatasetConfig:
         raise InvalidParameter(f"{where}: a data set name uses letters, digits and _-. only")
     _only(
         table,
-        ("path", "example", "engine", "privacy_unit", "null_units", "max_rows", "max_groups"),
+        (
+            "path",
+            "example",
+            "engine",
+            "privacy_unit",
+            "null_units",
+            "max_rows",
+            "max_groups",
+            "schema",
+        ),
         where,
     )
     if ("path" in table) == ("example" in table):
@@ -196,6 +209,7 @@ def _dataset(name: str, table: object, base: Path) -> DatasetConfig:
         if not path.is_file():
             raise InvalidParameter(f"{where}: no file at {str(path)!r}")
         source = str(path)
+    schema = _schema(table, where, source)
     engine = _string(table, "engine", where, "duckdb")
     if engine not in _ENGINES:
         raise InvalidParameter(
@@ -214,7 +228,31 @@ def _dataset(name: str, table: object, base: Path) -> DatasetConfig:
         null_units=null_units,
         max_rows=_positive_int(table, "max_rows", where, 1),
         max_groups=_positive_int(table, "max_groups", where, 1),
+        schema=schema,
     )
+
+
+def _schema(table: dict[str, Any], where: str, source: str) -> tuple[tuple[str, str], ...] | None:
+    """The optional ``schema = { column = "type", ... }`` of a CSV data set (types are checked
+    against the file when it is loaded)."""
+    if "schema" not in table:
+        return None
+    schema = table["schema"]
+    lower = source.lower()
+    if not (lower.endswith(".csv") or lower.endswith(".csv.gz")):
+        raise InvalidParameter(
+            f"{where}: schema declares a CSV file's column types; {source!r} carries its own"
+        )
+    if not isinstance(schema, dict) or not schema:
+        raise InvalidParameter(
+            f'{where}: schema must be a table of column = "type" pairs, got {schema!r}'
+        )
+    for column, spec in schema.items():
+        if not isinstance(spec, str):
+            raise InvalidParameter(
+                f"{where}: schema.{column} must be a type name (a string), got {spec!r}"
+            )
+    return tuple((str(c), str(t)) for c, t in schema.items())
 
 
 def parse(data: dict[str, Any], base: Path, where: str = "config") -> ServiceConfig:

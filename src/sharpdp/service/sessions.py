@@ -74,11 +74,11 @@ def _load(config: DatasetConfig, index: int) -> _Loaded:
             backend.create_table(name, frame)
         else:
             lower = config.source.lower()
-            parquet = lower.endswith(".parquet") or lower.endswith(".pq")
-            source = (
-                backend.read_parquet(config.source) if parquet else backend.read_csv(config.source)
-            )
-            backend.create_table(name, source)
+            if lower.endswith(".parquet") or lower.endswith(".pq"):
+                backend.create_table(name, backend.read_parquet(config.source))
+            else:  # loaded now, every value parsed, with the declared types if any
+                schema = None if config.schema is None else dict(config.schema)
+                _engine.read_csv(backend, config.source, name, schema, temp=False)
         columns = backend.table(name).columns
     if config.privacy_unit not in columns:
         raise sdp.InvalidParameter(

@@ -1,0 +1,151 @@
+"""CSV files: every value is parsed when the session opens (never in an analyst's query), and
+declared column types (``schema=``) that no value can change.
+
+DuckDB infers a CSV's column types from a sample of its first 20,480 rows and parses a column
+only when a query reads it, so a value past the sample that does not parse as the inferred type
+used to fail exactly the queries that read its column, before any spend: a free bit telling
+whether some person holds such a value. Expected values below come from pandas' own parsing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import sharpdp as sdp
+from sharpdp.cli import app
+from sharpdp.data import _engine
+from sharpdp.service.config import parse
+from sharpdp.service.sessions import _load
+
+ROWS = 30_000  # past DuckDB's type-inference sample (20,480 rows)
+BUDGET = sdp.ApproxDP(10.0, 1e-6)
+SCHEMA = {"v": "int64", "day": "date", "x": "float64"}
+
+
+def _neighbours(directory: Path) -> tuple[Path, Path]:
+    """Two CSV files that differ by one person, whose ``v`` is the text ``N/A``, last."""
+    frame = pd.DataFrame(
+        {
+            "who": [f"p{i}" for i in range(ROWS)],
+            "v": [str(i % 7) for i in range(ROWS)],
+            "day": [f"2013-01-{1 + i % 28:02d}" for i in range(ROWS)],
+            "x": [f"{(i % 5) / 4}" for i in range(ROWS)],
+        }
+    )
+    without = directory / "without.csv"
+    frame.to_csv(without, index=False)
+    odd = pd.DataFrame({"who": ["victim"], "v": ["N/A"], "day": ["not a day"], "x": ["nan"]})
+    with_victim = directory / "with.csv"
+    pd.concat([frame, odd]).to_csv(with_victim, index=False)
+    return without, with_victim
+
+
+def test_a_value_past_the_inference_sample_fails_when_the_session_opens(tmp_path: Path) -> None:
+    without, with_victim = _neighbours(tmp_path)
+    s = sdp.data.Session(str(without), "who", BUDGET)
+    assert s.table.schema()["v"].is_integer()
+    assert s.sum("v", bounds=(0, 10), privacy=sdp.PureDP(1.0)).run(rng=0).to_pandas().shape[0] == 1
+    with pytest.raises(sdp.InvalidParameter, match=r"cannot read .*N/A.*schema=\{column: type\}"):
+        sdp.data.Session(str(with_victim), "who", BUDGET)
+
+
+def test_declared_types_do_not_depend_on_the_values(tmp_path: Path) -> None:
+    without, with_victim = _neighbours(tmp_path)
+    sessions = [
+        sdp.data.Session(str(p), "who", BUDGET, schema=SCHEMA) for p in (without, with_victim)
+    ]
+    schemas = [s.table.schema() for s in sessions]
+    assert schemas[0] == schemas[1]
+    assert [str(schemas[0][c]) for c in ("who", "v", "day", "x")] == [
+        "string",
+        "int64",
+        "date",
+        "float64",
+    ]
+    # the conversion is pandas' (a value that does not parse is NULL), row by row
+    raw = pd.read_csv(with_victim, dtype=str, keep_default_na=False)
+    got = sessions[1].table.execute().sort_values("who", ignore_index=True)
+    want = raw.sort_values("who", ignore_index=True)
+    assert got["v"].isna().tolist() == pd.to_numeric(want["v"], errors="coerce").isna().tolist()
+    assert got["v"].dropna().astype(np.int64).tolist() == [int(v) for v in want["v"] if v != "N/A"]
+    days = pd.to_datetime(want["day"], format="%Y-%m-%d", errors="coerce")
+    assert pd.to_datetime(got["day"]).tolist() == days.tolist()
+    # "nan" parses as NaN, which the session reads as NULL, like the non-number
+    assert got["x"].isna().sum() == 1
+    x = pd.to_numeric(want["x"], errors="coerce")
+    np.testing.assert_array_equal(got["x"].dropna(), x.dropna())
+    # every query runs on both neighbours: the victim's value changes no type and no outcome
+    for s in sessions:
+        out = s.sum("v", bounds=(0, 10), privacy=sdp.PureDP(1.0)).run(rng=1).to_pandas()
+        assert list(out.columns) == ["sum", "lower", "upper"]
+    assert sessions[0].accountant.spent() == sessions[1].accountant.spent() > 0.99
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"nope": "int64"}, "no column 'nope' in the CSV"),
+        ({"v": "integr"}, "'integr' .* is not a type"),
+        ({"v": "array<int64>"}, "cannot be declared"),
+        ({}, "non-empty mapping"),
+        (["v"], "non-empty mapping"),
+    ],
+)
+def test_a_bad_schema_is_refused(tmp_path: Path, schema: object, message: str) -> None:
+    without, _ = _neighbours(tmp_path)
+    with pytest.raises(sdp.InvalidParameter, match=message):
+        sdp.data.Session(str(without), "who", BUDGET, schema=schema)  # type: ignore[arg-type]
+
+
+def test_a_schema_is_for_csv_files_only(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"who": ["a", "b"], "v": [1, 2]})
+    frame.to_parquet(tmp_path / "t.parquet")
+    for table in (frame, str(tmp_path / "t.parquet")):
+        with pytest.raises(sdp.InvalidParameter, match="carries its own types"):
+            sdp.data.Session(table, "who", BUDGET, schema={"v": "int64"})
+
+
+def test_the_query_command_takes_a_schema(tmp_path: Path) -> None:
+    _, with_victim = _neighbours(tmp_path)
+    base = ["query", str(with_victim), "sum", "v", "--unit", "who", "--bounds", "0,10"]
+    runner = CliRunner()
+    refused = runner.invoke(app, [*base, "--privacy", "pure:1"])  # main() would exit with 2
+    assert isinstance(refused.exception, sdp.InvalidParameter)
+    assert "--schema COL:TYPE" in str(refused.exception)
+    ok = runner.invoke(
+        app, [*base, "--privacy", "pure:1", "--json", "--schema", "v:int64, x:decimal(4,2)"]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert set(json.loads(ok.stdout)["rows"][0]) == {"sum", "lower", "upper"}
+    bad = runner.invoke(app, [*base, "--privacy", "pure:1", "--schema", "v"])
+    assert bad.exit_code == 2
+    assert "COL:TYPE" in bad.output
+
+
+def test_a_served_csv_takes_its_declared_types(tmp_path: Path) -> None:
+    _, with_victim = _neighbours(tmp_path)
+    document = {
+        "ledger": {"path": "ledger.sqlite"},
+        "datasets": {
+            "people": {"path": with_victim.name, "privacy_unit": "who", "schema": SCHEMA},
+        },
+    }
+    config = parse(document, tmp_path)
+    [people] = config.datasets
+    assert people.schema == tuple(SCHEMA.items())
+    loaded = _load(people, 0)
+    with _engine.quiet():
+        schema = loaded.backend.table(loaded.table).schema()
+    assert [str(schema[c]) for c in ("v", "day", "x")] == ["int64", "date", "float64"]
+    document["datasets"]["people"]["schema"] = {"v": 3}  # type: ignore[index]
+    with pytest.raises(sdp.InvalidParameter, match=r"schema\.v must be a type name"):
+        parse(document, tmp_path)
+    del document["datasets"]["people"]["schema"]  # type: ignore[attr-defined]
+    with pytest.raises(sdp.InvalidParameter, match="cannot read"):
+        _load(parse(document, tmp_path).datasets[0], 1)
