@@ -705,6 +705,31 @@ def test_gdp_delta_lower_bound_is_never_above_the_exact_value() -> None:
     assert close > 500
 
 
+def test_gdp_delta_bounds_hold_at_large_mu() -> None:
+    """At large μ, a = μ/2 − ε/μ inherits the rounding of ε/μ, far larger than an ulp of a when
+    the two nearly cancel: the upper bound of δ_μ(ε) fell below the exact value from μ ≈ 109
+    (505 of these 600 points were below at μ ≥ 10, by up to ~1e-13 relative) and the lower bound
+    rose above it. 60-digit values, μ from 10 to 10⁴, ε = μ²/2 + tμ with t ∈ [−2, 40]."""
+    import mpmath
+    import numpy as np
+
+    from sharpdp import _divergences
+
+    mpmath.mp.dps = 60
+    rng = np.random.default_rng(5)
+    mus = 10 ** rng.uniform(1, 4, 600)
+    epss = np.maximum(mus * mus / 2 + rng.uniform(-2, 40, 600) * mus, 0.0)
+    low = _divergences.gaussian_delta_lower(mus, epss)
+    checked = 0
+    for mu, eps, lo in zip(mus.tolist(), epss.tolist(), low.tolist(), strict=True):
+        m, e = mpmath.mpf(mu), mpmath.mpf(eps)
+        exact = mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+        assert mpmath.mpf(_divergences.gaussian_log_delta(mu, eps)) >= mpmath.log(exact)
+        assert mpmath.mpf(lo) <= exact, (mu, eps, lo)
+        checked += exact > 1e-280
+    assert checked > 300
+
+
 @pytest.mark.parametrize("rho", [1e-12, 1e-3, 1e4])
 def test_extreme_zcdp_tiny_delta(rho: float) -> None:
     got = sdp.ZCDP(rho).epsilon(1e-300)

@@ -27,6 +27,7 @@ __all__ = [
     "gaussian_delta_lower",
     "gaussian_epsilon",
     "gaussian_log_delta",
+    "gaussian_log_delta_lower",
     "laplace_delta",
     "laplace_epsilon",
     "laplace_renyi",
@@ -217,8 +218,9 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
     δ = ½ e^{−a²/2} (erfcx(−a/√2) − erfcx(−b/√2)), which avoids the underflow of the two tiny terms
     (e^{ε − b²/2} = e^{−a²/2}). For small μ the two terms are nearly equal and their difference
     loses about log₂(1/μ) bits, so the rounding error is added back as a bound: each term's error
-    (≤ 2⁻⁵⁰ of it; 2⁻⁴⁸ for the erfcx values of the tail) and the error of a and b (≤ 4 ulps each)
-    times a bound on the terms' slope in the argument. So the value never falls below the exact δ
+    (≤ 2⁻⁵⁰ of it; 2⁻⁴⁸ for the erfcx values of the tail) and the error of a and b (4 ulps of
+    each plus 4 of ε/μ, whose rounding a inherits) times a bound on the terms' slope in the
+    argument. So the value never falls below the exact δ
     (a cancellation had put it 0.14% below at μ = 1e-12); at ordinary μ the margin is ~1e-13 of δ
     or less.
     """
@@ -226,11 +228,15 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
         return -math.inf
     if mu == math.inf:
         return 0.0
-    a = 0.5 * mu - epsilon / mu
+    ratio = epsilon / mu
+    a = 0.5 * mu - ratio
     if math.isinf(a):  # ε/μ beyond the float range: δ < Φ(a) is positive but below e^{-1e308}
         return -sys.float_info.max
     b = a - mu
-    argument_error = 4.0 * (math.ulp(a) + math.ulp(b))
+    # a carries the rounding of ε/μ too, which dominates when μ/2 and ε/μ nearly cancel at large
+    # μ (|a| ≪ ε/μ): half an ulp of each of ε/μ and a, counted as a whole ulp each
+    a_error = math.ulp(a) + math.ulp(ratio)
+    argument_error = 4.0 * (a_error + math.ulp(b))
     if a > 0.0:  # then ε < μ²/2 and b < 0 < a
         # δ = (Φ(a) − Φ(b)) − (e^ε − 1)Φ(b), the first part a sum of two positive erf values (no
         # cancellation however small μ is), the second at most a fraction ~μ of it for small μ
@@ -251,22 +257,25 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
     slope = 1.1 * (math.sqrt(x1 * x1 + 2.0) - x1) ** 2 / math.sqrt(math.pi)
     moved = (argument_error / _SQRT2 + math.ulp(x1) + math.ulp(x2)) * slope
     diff = max(e1 - e2, 0.0) + 2.0**-48 * (e1 + e2) + moved
-    # −a²/2 with a off by ≤ ulp(a): off by ≤ |a|·ulp(a), plus the rounding of a·a
-    log_scale = -0.5 * a * a + abs(a) * math.ulp(a) + math.ulp(a * a)
+    # −a²/2 with a off by ≤ a_error/2: off by ≤ |a|·a_error, plus the rounding of a·a
+    log_scale = -0.5 * a * a + abs(a) * a_error + math.ulp(a * a)
     return log_scale + math.log(max(diff, 5e-324)) - math.log(2.0)
 
 
-def gaussian_delta_lower(mu: npt.ArrayLike, epsilon: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """A lower bound on δ(ε) of μ-GDP at each (μ, ε) (μ, ε ≥ 0, broadcast together), the mirror
-    image of :func:`gaussian_log_delta`: the same two forms, with every rounding error subtracted.
+def gaussian_log_delta_lower(mu: npt.ArrayLike, epsilon: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A lower bound on log δ(ε) of μ-GDP at each (μ, ε) (μ, ε ≥ 0, broadcast together), the
+    mirror image of :func:`gaussian_log_delta`: the same two forms, with every rounding error
+    subtracted; −inf where no positive lower bound is known.
 
     For a > 0, δ = (Φ(a) − Φ(b)) − (e^ε − 1)Φ(b): the first part loses 2⁻⁴⁸ of itself, the
     second gains 2⁻⁴⁸ plus 8u times the size of the argument of its ``exp`` (log(e^ε − 1) +
     log Φ(b), each known to a few ulps of itself), and both move with the arguments a, b (4 ulps
-    each) at slope ≤ 1/√(2π). In the tail, δ = ½e^{−a²/2}(erfcx(−a/√2) − erfcx(−b/√2)) with the
-    erfcx values low by 2⁻⁴⁶ and moved by the arguments' error times the slope bound of
-    Abramowitz–Stegun 7.1.13 (twice :func:`gaussian_log_delta`'s margins). Never above the
-    exact δ(ε); 0 where the margins exceed it (very small μ) and below 1e-290.
+    each, plus 4 of ε/μ, whose rounding a inherits) at slope ≤ 1/√(2π); a value below 1e-290
+    (a subnormal difference, whose relative error is unbounded) counts as none. In the tail,
+    log δ = log ½ − a²/2 + log(erfcx(−a/√2) − erfcx(−b/√2)) with the erfcx values low by 2⁻⁴⁶
+    and moved by the arguments' error times the slope bound of Abramowitz–Stegun 7.1.13 (twice
+    :func:`gaussian_log_delta`'s margins): computed in logs, it stays a bound far below the
+    smallest float (δ = e^{−5000} has log −5000). Never above the exact log δ(ε).
     """
     import numpy as np
     from scipy import special
@@ -276,10 +285,11 @@ def gaussian_delta_lower(mu: npt.ArrayLike, epsilon: npt.ArrayLike) -> npt.NDArr
     )
     u = 2.0**-53
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        a = 0.5 * m - e / m
-        mu = m
-        b = a - mu
-        argument_error = 4.0 * (np.spacing(np.abs(a)) + np.spacing(np.abs(b)))
+        ratio = e / m
+        a = 0.5 * m - ratio
+        b = a - m
+        a_error = np.spacing(np.abs(a)) + np.spacing(np.abs(ratio))  # (as in the upper bound)
+        argument_error = 4.0 * (a_error + np.spacing(np.abs(b)))
         # a > 0
         inside = 0.5 * (special.erf(a / _SQRT2) + special.erf(-b / _SQRT2))
         log_growth = np.where(e > 0.0, e + np.log(-np.expm1(-e)), -np.inf)
@@ -289,18 +299,30 @@ def gaussian_delta_lower(mu: npt.ArrayLike, epsilon: npt.ArrayLike) -> npt.NDArr
         outside = outside * (1.0 + 2.0**-48 + 8.0 * u * (np.abs(log_growth) + np.abs(log_phi_b)))
         outside = np.where(e > 0.0, outside, 0.0)
         near = inside * (1.0 - 2.0**-48) - outside - 2.0 * argument_error / _SQRT_2PI
+        log_near = np.where(near > 1e-290, np.log(near) * (1.0 + 4.0 * u) - 4.0 * u, -np.inf)
         # a ≤ 0
         x1, x2 = -a / _SQRT2, -b / _SQRT2
         e1, e2 = special.erfcx(x1), special.erfcx(x2)
         slope = 2.2 * (np.sqrt(x1 * x1 + 2.0) - x1) ** 2 / math.sqrt(math.pi)
         moved = (argument_error / _SQRT2 + np.spacing(np.abs(x1)) + np.spacing(np.abs(x2))) * slope
         diff = e1 - e2 - 2.0**-46 * (e1 + e2) - moved
-        log_scale = -0.5 * a * a - np.abs(a) * np.spacing(np.abs(a)) - np.spacing(a * a)
-        log_scale = log_scale - 4.0 * u * (1.0 + np.abs(log_scale))  # exp's own error
-        tail = 0.5 * np.exp(log_scale) * diff * (1.0 - 2.0**-50)
-        low = np.where(a > 0.0, near, tail)
-        low = np.where(m > 0.0, low, 0.0)
-    # below 1e-290 the subnormal results of exp lose relative accuracy: 0 is the safe bound there
+        log_scale = -0.5 * a * a - np.abs(a) * a_error - np.spacing(a * a)
+        log_tail = log_scale + np.where(diff > 1e-290, np.log(diff), -np.inf) - math.log(2.0)
+        log_tail = log_tail - 8.0 * u * (1.0 + np.abs(log_scale)) - 2.0**-50
+        low = np.where(a > 0.0, log_near, log_tail)
+        low = np.where(m > 0.0, low, -np.inf)
+    return np.asarray(np.where(np.isnan(low), -np.inf, low), dtype=np.float64)
+
+
+def gaussian_delta_lower(mu: npt.ArrayLike, epsilon: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A lower bound on δ(ε) of μ-GDP at each (μ, ε): the exponential of
+    :func:`gaussian_log_delta_lower`, less the rounding of ``exp``; 0 below 1e-290 (where ``exp``'s
+    subnormal results lose relative accuracy). Never above the exact δ(ε)."""
+    import numpy as np
+
+    log_low = gaussian_log_delta_lower(mu, epsilon)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        low = np.exp(log_low - 4.0 * 2.0**-53 * (1.0 + np.abs(log_low)))
     return np.asarray(np.where(np.isfinite(low) & (low > 1e-290), low, 0.0), dtype=np.float64)
 
 

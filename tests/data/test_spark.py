@@ -371,6 +371,44 @@ def test_same_rows_kept_for_float_binary_and_time_zoned_keys(
         assert len(a) >= 3
 
 
+def test_instant_keys_and_long_key_lists_on_spark(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Spark's instants (TimestampType), which Ibis types without a zone: a public key that
+    occurs released its count, one that does not failed in pandas (zoned results against naive
+    keys) only when the engine returned rows, before the spend — a free test of whether any row
+    holds the key. Over 256 public keys (joined as a table) failed on Spark, and decimal keys
+    were rounded to three places."""
+    from decimal import Decimal
+
+    table = pa.table(
+        {
+            "p": [f"p{i}" for i in range(30)],
+            "t": pa.array([1_577_840_400_000_000] * 20 + [1_577_844_000_000_000] * 10,
+                          pa.timestamp("us", tz="UTC")),
+            "k": pa.array([Decimal("1.1234")] * 20 + [Decimal("1.1230")] * 10,
+                          pa.decimal128(19, 4)),
+        }
+    )  # fmt: skip
+    path = str(tmp_path_factory.mktemp("instants") / "instants.parquet")
+    pq.write_table(table, path)
+    spark.read.parquet(path).createOrReplaceTempView("instants")
+    with _engine.quiet():
+        sp = ibis.pyspark.connect(spark).table("instants")
+    s = sdp.data.Session(sp, "p", sdp.PureDP(1e9))
+    huge = sdp.PureDP(1e6)  # exact counts: P[noise ≠ 0] ≤ 2e^{−10⁶} per cell
+    hours = [pd.Timestamp(f"2020-01-01 0{h}:00") for h in (1, 2, 3)]  # wall time, UTC session
+    for hour, want in zip(hours, [20, 10, 0], strict=True):
+        out = s.count_by("t", keys=[hour], privacy=huge).run(rng=0).to_pandas()
+        assert out["count"].tolist() == [want]
+    keys = [Decimal("1.1234"), Decimal("1.123")] + [Decimal(f"{i}.0001") for i in range(300)]
+    out = s.count_by("k", keys=keys, privacy=huge).run(rng=0).to_pandas()
+    assert out["count"].tolist()[:2] == [20, 10]
+    assert out["count"].sum() == 30
+    out = s.count_by("k", keys=keys[:2], privacy=huge).run(rng=0).to_pandas()
+    assert out["count"].tolist() == [20, 10]
+
+
 def test_row_level_same_release_on_duckdb_and_spark(
     flights: pd.DataFrame, spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -30,15 +30,19 @@ DAYS = [dt.date(2020, 1, 1), dt.date(2020, 1, 2), dt.date(2020, 1, 3)]
 @pytest.fixture
 def dated() -> pd.DataFrame:
     """300 persons, one row each: day (80 / 140 / 80 rows), a timestamp, a float32, a value."""
-    day = [DAYS[1] if i % 5 == 0 or i % 3 == 1 else DAYS[0] if i % 3 == 0 else DAYS[2]
-           for i in range(300)]
-    return pd.DataFrame({
-        "uid": np.arange(300),
-        "day": day,
-        "when": pd.to_datetime([f"2021-06-0{1 + i % 2} 12:00" for i in range(300)]),
-        "x": np.array([0.1, 0.2, 0.3] * 100, dtype="float32"),
-        "v": np.arange(300) % 10,
-    })
+    day = [
+        DAYS[1] if i % 5 == 0 or i % 3 == 1 else DAYS[0] if i % 3 == 0 else DAYS[2]
+        for i in range(300)
+    ]
+    return pd.DataFrame(
+        {
+            "uid": np.arange(300),
+            "day": day,
+            "when": pd.to_datetime([f"2021-06-0{1 + i % 2} 12:00" for i in range(300)]),
+            "x": np.array([0.1, 0.2, 0.3] * 100, dtype="float32"),
+            "v": np.arange(300) % 10,
+        }
+    )
 
 
 def spent(s: sdp.data.Session) -> float:
@@ -133,10 +137,12 @@ def test_integers_beyond_the_column_type_are_refused() -> None:
 
 def test_unsigned_64_bit_units_and_keys() -> None:
     big = np.uint64(2**63)
-    df = pd.DataFrame({
-        "uid": np.arange(10, dtype="uint64") + big,
-        "k": (np.arange(10, dtype="uint64") % 2) + big,
-    })
+    df = pd.DataFrame(
+        {
+            "uid": np.arange(10, dtype="uint64") + big,
+            "k": (np.arange(10, dtype="uint64") % 2) + big,
+        }
+    )
     s = sdp.data.Session(df, "uid", BUDGET)
     got = s.count_by("k", keys=[2**63, 2**63 + 1], privacy=HUGE).run(rng=0).to_pandas()
     assert got["count"].tolist() == [5, 5]
@@ -145,9 +151,7 @@ def test_unsigned_64_bit_units_and_keys() -> None:
 @pytest.mark.parametrize("form", ["polars", "arrow"])
 def test_nan_privacy_units_are_null_units(form: str) -> None:
     units = [1.0, 2.0, float("nan"), float("nan"), 3.0]
-    table: Any = (
-        pl.DataFrame({"uid": units}) if form == "polars" else pa.table({"uid": units})
-    )
+    table: Any = pl.DataFrame({"uid": units}) if form == "polars" else pa.table({"uid": units})
     with pytest.raises(sdp.InvalidParameter, match="NaN"):
         sdp.data.Session(table, "uid", BUDGET)
     s = sdp.data.Session(table, "uid", BUDGET, null_units="drop")
@@ -155,18 +159,23 @@ def test_nan_privacy_units_are_null_units(form: str) -> None:
 
 
 def test_nulls_are_not_part_of_a_domain_found_privately() -> None:
-    df = pd.DataFrame({
-        "uid": range(3000),
-        "k": ["a", "b", None] * 1000,
-        "f": [1.0, np.nan, 2.0] * 1000,
-    })
+    df = pd.DataFrame(
+        {
+            "uid": range(3000),
+            "k": ["a", "b", None] * 1000,
+            "f": [1.0, np.nan, 2.0] * 1000,
+        }
+    )
     s = sdp.data.Session(df, "uid", sdp.ApproxDP(1e12, 1e-3))
     got = s.answer(
         sdp.data.marginals(["k", "f"], way=2), privacy=sdp.ApproxDP(1e6, 1e-4), rng=0
     ).to_pandas()
     # the rows are (a, 1), (b, NaN), (NULL, 2): only (a, 1) has both; every cell is released
     assert {(r.k, r.f): r.count for r in got.itertuples()} == {
-        ("a", 1.0): 1000, ("a", 2.0): 0, ("b", 1.0): 0, ("b", 2.0): 0
+        ("a", 1.0): 1000,
+        ("a", 2.0): 0,
+        ("b", 1.0): 0,
+        ("b", 2.0): 0,
     }
     syn = s.mwem(sdp.data.marginals(["k", "f"], way=2), privacy=sdp.ApproxDP(1e6, 1e-4), rng=0)
     assert set(dict(syn.domains)["k"]) == {"a", "b"}
@@ -194,10 +203,12 @@ def test_tables_with_the_bounding_prefix_are_refused() -> None:
 
 def test_predicate_values_from_series_and_ranges_and_no_nulls(dated: pd.DataFrame) -> None:
     s = sdp.data.Session(dated, "uid", BUDGET)
-    w = sdp.data.predicates({
-        "series": {"v": pd.Series([1, 2])},
-        "range": {"v": range(3, 5)},
-    })
+    w = sdp.data.predicates(
+        {
+            "series": {"v": pd.Series([1, 2])},
+            "range": {"v": range(3, 5)},
+        }
+    )
     got = s.answer(w, privacy=HUGE, rng=0).to_pandas().set_index("query")["count"]
     assert got["series"] == int(dated["v"].isin([1, 2]).sum())
     assert got["range"] == int(dated["v"].isin([3, 4]).sum())
@@ -206,7 +217,9 @@ def test_predicate_values_from_series_and_ranges_and_no_nulls(dated: pd.DataFram
     with pytest.raises(sdp.InvalidParameter, match="scalars"):
         sdp.data.marginals(["v"], way=1, domains={"v": [[1]]})
     bins = sdp.data.bins(0, 1, 10)
-    w = sdp.data.predicates({"q": {"x": 0.3}}, domains={"x": bins})  # the label is 0.30000000000000004
+    w = sdp.data.predicates(
+        {"q": {"x": 0.3}}, domains={"x": bins}
+    )  # the label is 0.30000000000000004
     before = spent(s)
     with pytest.raises(sdp.InvalidParameter, match="not a bin label"):
         s.answer(w, privacy=HUGE, rng=0)
@@ -221,8 +234,10 @@ def test_date_keys_print_as_dates(dated: pd.DataFrame) -> None:
 
 
 def test_decimal_columns_take_floats_by_their_decimal_text() -> None:
-    dec = pa.array([Decimal("1.10")] * 2 + [Decimal("2.25")] * 3 + [Decimal("-3.00")],
-                   type=pa.decimal128(10, 2))
+    dec = pa.array(
+        [Decimal("1.10")] * 2 + [Decimal("2.25")] * 3 + [Decimal("-3.00")],
+        type=pa.decimal128(10, 2),
+    )
     s = sdp.data.Session(pa.table({"uid": list(range(6)), "dec": dec}), "uid", BUDGET)
     got = s.count_by("dec", keys=[1.1, 2.25, -3], privacy=HUGE).run(rng=0).to_pandas()
     assert got["count"].tolist() == [2, 3, 1]
@@ -273,11 +288,13 @@ def test_many_multi_column_keys_are_joined_not_nested() -> None:
 
 
 def test_keys_from_unique_of_extension_columns() -> None:
-    df = pd.DataFrame({
-        "uid": range(6),
-        "c": pd.Categorical(list("xyxyxz")),
-        "s": pd.array(["a", "b", "a", None, "b", "a"], dtype="string"),
-    })
+    df = pd.DataFrame(
+        {
+            "uid": range(6),
+            "c": pd.Categorical(list("xyxyxz")),
+            "s": pd.array(["a", "b", "a", None, "b", "a"], dtype="string"),
+        }
+    )
     s = sdp.data.Session(df, "uid", BUDGET)
     got = s.count_by("c", keys=df["c"].unique(), privacy=HUGE).run(rng=0).to_pandas()
     assert dict(zip(got["c"], got["count"], strict=True)) == {"x": 3, "y": 2, "z": 1}
@@ -289,3 +306,52 @@ def test_select_best_takes_an_approximate_zcdp_target() -> None:
     s = sdp.data.Session(pd.DataFrame({"uid": range(6), "c": list("xyxyxz")}), "uid", BUDGET)
     q = s.select_best("c", keys=["x", "y", "z"], privacy=sdp.ApproxZCDP(1e4, 1e-6))
     assert q.run(rng=0).to_pandas()["c"].tolist() == ["x"]
+
+
+def _decimal_and_nanosecond_table() -> pa.Table:
+    """20 persons at 1.1234 and 10 at 1.1230 in a decimal(19, 4) column (and 1e20 in a
+    decimal(38, 10) one); 20 at 1 ns past midnight and 10 at midnight in a nanosecond column."""
+    return pa.table(
+        {
+            "who": [f"p{i}" for i in range(30)],
+            "k": pa.array([Decimal("1.1234")] * 20 + [Decimal("1.1230")] * 10, pa.decimal128(19, 4)),
+            "big": pa.array([Decimal("1e20")] * 30, pa.decimal128(38, 10)),
+            "ns": pa.array([1_577_836_800_000_000_001] * 20 + [1_577_836_800_000_000_000] * 10,
+                           pa.timestamp("ns")),
+        }
+    )  # fmt: skip
+
+
+def test_decimal_and_nanosecond_keys_keep_all_their_digits() -> None:
+    """A key is compared in the column's own type: Ibis had written decimal keys as
+    DECIMAL(18, 3) (1.1234 matched 1.123, no row: a count of 0 where pandas counts 20) and
+    timestamp keys in microseconds (a nanosecond key matched no row); keys of more than 28
+    digits were refused (Python's default decimal context) though the column holds them."""
+    s = sdp.data.Session(_decimal_and_nanosecond_table(), "who", BUDGET)
+    counts = s.count_by("k", keys=[Decimal("1.1234"), Decimal("1.123")], privacy=HUGE)
+    assert counts.run(rng=0).to_pandas()["count"].tolist() == [20, 10]
+    big = s.count_by("big", keys=[Decimal("1e20")], privacy=HUGE).run(rng=0).to_pandas()
+    assert big["count"].tolist() == [30]
+    tick = pd.Timestamp("2020-01-01 00:00:00.000000001")
+    ns = s.count_by("ns", keys=[tick, pd.Timestamp("2020-01-01")], privacy=HUGE)
+    assert ns.run(rng=0).to_pandas()["count"].tolist() == [20, 10]
+    total = s.sum("k", bounds=(0, 2), by="k", keys=[Decimal("1.1234")], privacy=HUGE)
+    assert float(total.run(rng=0).to_pandas()["sum"].iloc[0]) == pytest.approx(
+        20 * 1.1234,
+        abs=0.2,  # (values on the sum's grid)
+    )
+
+
+def test_duration_keys_are_refused_by_their_type() -> None:
+    """Durations (pandas timedelta, Polars Duration: intervals in the engine) failed in Arrow
+    when the result came back, before the spend; they are refused when the query is built."""
+    frame = pd.DataFrame({"who": ["a", "b", "c"], "d": pd.to_timedelta([1, 2, 3], unit="h")})
+    s = sdp.data.Session(frame, "who", BUDGET)
+    for build in (
+        lambda: s.count_by("d", privacy=HUGE),
+        lambda: s.top_k("d", k=1, keys=[pd.Timedelta(hours=1)], privacy=HUGE),
+        lambda: s.count_by(["d"], keys=[(pd.Timedelta(hours=1),)], privacy=HUGE),
+    ):
+        with pytest.raises(sdp.InvalidParameter, match="durations"):
+            build()
+    assert spent(s) == 0.0

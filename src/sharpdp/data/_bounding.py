@@ -263,10 +263,17 @@ def _digest_columns(table: Any) -> list[str]:
 
 
 def typed_literal(column: Any, v: Any) -> Any:
-    """``v`` as a value to compare ``column`` with: a literal of the column's type for integer
-    columns (an integer beyond int64, a uint64 column's, has no literal type of its own)."""
+    """``v`` as a value to compare ``column`` with: a literal of the column's own type for
+    integer, decimal and timestamp columns (an integer beyond int64, a uint64 column's, has no
+    literal type of its own; Ibis wrote a decimal key as DECIMAL(18, 3), rounding 1.1234 to
+    1.123, and a timestamp key in microseconds, dropping a nanosecond column's last digits)."""
+    ibis = _engine.ibis()
     dtype = column.type()
-    return _engine.ibis().literal(v, type=dtype) if dtype.is_integer() else v
+    if dtype.is_timestamp() and (dtype.scale or 6) > 6 and hasattr(v, "nanosecond"):
+        # Ibis turns timestamp literals into datetime (microseconds): write the text instead
+        return ibis.literal(v.isoformat(sep=" ")).cast(dtype)
+    typed = dtype.is_integer() or dtype.is_decimal() or dtype.is_timestamp()
+    return ibis.literal(v, type=dtype) if typed else v
 
 
 #: Most public keys written into the query itself (an IN list, or for several columns one

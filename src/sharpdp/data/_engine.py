@@ -91,9 +91,25 @@ def _through_arrow(backend: Any, expr: Any) -> Any:
 def _through_spark(backend: Any, expr: Any) -> Any:
     """Spark's result as Arrow (Spark 4's ``toArrow``): exact integers, NULLs kept as such
     (Ibis's ``execute`` went through pandas floats: one NULL in a column rounded every integer
-    of it beyond 2^53), timestamps in microseconds (nanoseconds overflowed before 1677)."""
+    of it beyond 2^53), timestamps in microseconds (nanoseconds overflowed before 1677).
+
+    In-memory tables (long key lists) are registered first, as ``execute`` does. Spark's
+    ``TimestampType`` is an instant, but Ibis types it without a time zone (as its keys must
+    be); Arrow returns it with the session's zone, so it is turned back into that zone's wall
+    time, the value Ibis's literals compare with. (Left zoned, a merge with the naive keys failed
+    only when the engine returned rows: a free test of whether a key occurs.)
+    """
     table = expr.as_table()
+    backend._run_pre_execute_hooks(table)
     arrow = backend.raw_sql(backend.compile(table)).toArrow()
+    pa: Any = importlib.import_module("pyarrow")
+    pc: Any = importlib.import_module("pyarrow.compute")
+    schema = table.schema()
+    for i, field in enumerate(arrow.schema):
+        dtype = schema[field.name]
+        zoned = pa.types.is_timestamp(field.type) and field.type.tz is not None
+        if zoned and dtype.is_timestamp() and dtype.timezone is None:
+            arrow = arrow.set_column(i, field.name, pc.local_timestamp(arrow.column(i)))
     return arrow.to_pandas(types_mapper=_nullable_dtype, date_as_object=False)
 
 

@@ -78,10 +78,11 @@ def _decimal(v: object, dtype: Any) -> Any:
         raise _NotOfColumn
     scale = getattr(dtype, "scale", None)
     if scale is not None and value.is_finite():
-        try:
-            exact = value.quantize(
-                decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_EVEN
-            )
+        try:  # (in a context wider than any column: 38 digits, where Python's default is 28)
+            with decimal.localcontext(prec=100):
+                exact = value.quantize(
+                    decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_EVEN
+                )
         except decimal.InvalidOperation:  # more digits than any decimal context holds
             raise _NotOfColumn(f"has more digits than the column's {dtype} holds") from None
         if exact != value:

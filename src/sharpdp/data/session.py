@@ -473,7 +473,13 @@ class Session:
         _engine.check_scalar_columns(self._source.table, parameter, columns)
         if self._unit is not None and self._unit in columns:
             raise InvalidParameter(f"{parameter} must not be the privacy unit {self._unit!r}")
+        schema = self._source.table.schema()
         for c in columns:
+            if schema[c].is_interval():  # (the engines' intervals have no pandas form to release)
+                raise InvalidParameter(
+                    f"{parameter}: column {c!r} holds durations ({schema[c]}), which cannot be "
+                    "released as keys: convert them to a number of seconds (or days) first"
+                )
             if c in RESERVED_COLUMNS:
                 raise InvalidParameter(
                     f"{parameter}: the column name {c!r} is one that sharpdp's results or its "
