@@ -806,3 +806,16 @@ def test_tiny_mu_is_certified_by_the_profile(
     mu = sdp.convert(g, sdp.GDP).mu
     least = _least_gdp_mu(profile, top, bracket=("1e-10", "1e-4"), points=40)
     assert least <= mu <= least * (1 + 1e-4)
+
+
+def test_top_one_is_the_exponential_mechanism() -> None:
+    """TopK with k = 1 has the exponential mechanism's law, so it is ε-BR: its profile was the
+    generic one of the Rényi curve and ε-DP (δ(0) = 0.2876 at ε = 1 where BR's exact value is
+    0.2449), and it converted to BR(2ε). Expected values: the BR profile by quadrature."""
+    eps = 1.0
+    top = sdp.TopK(1, eps)
+    assert sdp.convert(top, sdp.BoundedRange) == sdp.BoundedRange(eps)
+    for e in (0.0, 0.3, 0.9):
+        assert top.delta(e) == approx(mp_float(br_delta(eps, e)), rel=1e-9)
+    assert sdp.convert(top, sdp.GDP).mu == sdp.convert(sdp.Exponential(eps), sdp.GDP).mu
+    assert sdp.convert(sdp.TopK(3, eps), sdp.BoundedRange) == sdp.BoundedRange(6 * eps)

@@ -549,16 +549,43 @@ class TopK(_ScoreSelection):
         )
         return tuple(int(i) for i in out) if size is None else out
 
+    def characterisation(self) -> BoundedRange:
+        """For k = 1, ε-BR exactly: one round is the exponential mechanism (its law, Thm 1 of
+        Durfee–Rogers 2021). k > 1 rounds have no single characterising guarantee."""
+        if self.k == 1:
+            return BoundedRange(self.epsilon_)
+        raise NotImplementedError("TopK with k > 1 implements the guarantee hooks directly")
+
     def _renyi(self, alpha: float) -> float:
         return self.k * _divergences.br_renyi(self.epsilon_, alpha)
 
-    # k adaptively composed ε-BR rounds: no single characterising guarantee, so the generic
-    # routes of Guarantee apply (the kε-DP profile, and CKS20 on the exact k-fold BR curve).
+    # k > 1 adaptively composed ε-BR rounds: no single characterising guarantee, so the generic
+    # routes of Guarantee apply (the kε-DP profile, and CKS20 on the exact k-fold BR curve);
+    # one round is the exponential mechanism, whose profile is ε-BR's.
     def _delta(self, epsilon: float) -> float:
+        if self.k == 1:
+            return self.characterisation()._delta(epsilon)
         return Guarantee._delta(self, epsilon)
 
     def _epsilon(self, delta: float) -> float:
+        if self.k == 1:
+            return self.characterisation()._epsilon(delta)
         return Guarantee._epsilon(self, delta)
 
     def _group(self, k: int) -> Mechanism:
         return TopK(self.k, k * self.epsilon_, self.sensitivity, self.monotonic)
+
+
+@register(
+    TopK,
+    BoundedRange,
+    name="one-round-is-em",
+    theorem="k = 1: one peeling round is the exponential mechanism, ε-BR (RS21 Lemma 3)",
+    tight=True,
+)
+def top_one_to_bounded_range(m: TopK) -> BoundedRange:
+    """TopK with k = 1 is the exponential mechanism, hence ε-BR (tight); k > 1 rounds are not
+    one BR selection (their composition is handled by the accountant)."""
+    if m.k != 1:
+        raise NotImplied(f"{m!r}: k = {m.k} rounds are a composition, not one ε-BR selection")
+    return BoundedRange(m.epsilon_)
