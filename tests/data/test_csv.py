@@ -70,7 +70,8 @@ def test_declared_types_do_not_depend_on_the_values(tmp_path: Path) -> None:
     ]
     # the conversion is pandas' (a value that does not parse is NULL), row by row
     raw = pd.read_csv(with_victim, dtype=str, keep_default_na=False)
-    got = sessions[1].table.execute().sort_values("who", ignore_index=True)
+    table = sessions[1].table
+    got = _engine.execute(table.get_backend(), table).sort_values("who", ignore_index=True)
     want = raw.sort_values("who", ignore_index=True)
     assert got["v"].isna().tolist() == pd.to_numeric(want["v"], errors="coerce").isna().tolist()
     assert got["v"].dropna().astype(np.int64).tolist() == [int(v) for v in want["v"] if v != "N/A"]

@@ -129,8 +129,25 @@ def _timestamp(v: object, dtype: Any) -> Any:
     return ts if zone is None else ts.tz_convert(zone)
 
 
+def _binary(v: object, dtype: Any) -> Any:
+    if not isinstance(v, bytes):
+        raise _NotOfColumn("is not a byte string (give bytes, e.g. b'ab' or 'ab'.encode())")
+    return v
+
+
+def _time(v: object, dtype: Any) -> Any:
+    if isinstance(v, datetime.time) and v.tzinfo is None:
+        return v
+    if isinstance(v, str):
+        try:
+            return datetime.time.fromisoformat(v)
+        except ValueError:
+            raise _NotOfColumn("is not a time of day (HH:MM[:SS[.ffffff]])") from None
+    raise _NotOfColumn("is not a time of day without a time zone (a datetime.time or its text)")
+
+
 #: (Ibis dtype predicate, converter, what the column holds), first match wins. Types not listed
-#: (times, intervals, nested types) are passed through unchecked.
+#: (UUIDs, intervals, nested types) are passed through unchecked.
 _CONVERTERS: tuple[tuple[str, Callable[[object, Any], Any], str], ...] = (
     ("is_boolean", _boolean, "booleans"),
     ("is_integer", _integer, "integers"),
@@ -139,6 +156,8 @@ _CONVERTERS: tuple[tuple[str, Callable[[object, Any], Any], str], ...] = (
     ("is_string", _string, "strings"),
     ("is_date", _date, "dates"),
     ("is_timestamp", _timestamp, "timestamps"),
+    ("is_binary", _binary, "byte strings"),
+    ("is_time", _time, "times of day"),
 )
 
 
