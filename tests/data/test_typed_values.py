@@ -378,3 +378,21 @@ def test_byte_string_and_time_keys_are_checked() -> None:
         with pytest.raises(sdp.InvalidParameter, match=message):
             s.count_by(column, keys=[key], privacy=HUGE)
     assert spent(s) == before
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        pd.DataFrame({"who": ["a", "b"], "x": pd.period_range("2020-01", periods=2, freq="M")}),
+        pd.DataFrame({"who": ["a", "b"], "x": [1, "b"]}),
+        pa.table({"who": ["a", "b"], "x": pa.array([1, 2], pa.float16())}),
+        pa.table({"who": ["a", "b"], "x": pa.array([b"ab", b"cd"], pa.binary(2))}),
+        pl.DataFrame({"who": ["a", "b"], "x": pl.Series([1, 2], dtype=pl.Int128)}),
+    ],
+    ids=["period", "mixed-objects", "float16", "fixed-size-binary", "int128"],
+)
+def test_columns_the_engine_cannot_hold_are_named_when_the_session_opens(table: Any) -> None:
+    """These raised AttributeError, ArrowTypeError, DuckDB's NotImplementedException or a bare
+    KeyError from inside Ibis."""
+    with pytest.raises(sdp.InvalidParameter, match=r"cannot load this .* convert the offending"):
+        sdp.data.Session(table, "who", BUDGET)

@@ -337,13 +337,21 @@ def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Sourc
     module = type(table).__module__.split(".")[0]
     if module in ("pandas", "polars", "pyarrow"):
         try:
-            t = backend.create_table(name, table, temp=engine is None)
-        except Exception as err:
-            if "null" not in str(err).lower():
-                raise
-            # a column with no value at all has no type (pandas None, pa.null()), which DuckDB
-            # cannot store: make it a text column of NULLs (what it holds), then retry
-            t = backend.create_table(name, _typed_nulls(table), temp=engine is None)
+            try:
+                t = backend.create_table(name, table, temp=engine is None)
+            except Exception as err:
+                if "null" not in str(err).lower():
+                    raise
+                # a column with no value at all has no type (pandas None, pa.null()), which
+                # DuckDB cannot store: make it a text column of NULLs (what it holds), then retry
+                t = backend.create_table(name, _typed_nulls(table), temp=engine is None)
+        except Exception as err:  # a column type the engine cannot hold (periods, float16...)
+            first = (str(err).strip().splitlines() or [""])[0][:200]
+            raise InvalidParameter(
+                f"table: the engine cannot load this {type(table).__name__} "
+                f"({type(err).__name__}: {first}); convert the offending column (e.g. periods "
+                "to timestamps, float16 to float32, objects of mixed types to text) first"
+            ) from err
         return Source(t, backend, str(backend.name))
     raise InvalidParameter(
         "table must be a CSV/Parquet path, a pandas/Polars DataFrame, a PyArrow table or an Ibis "
