@@ -159,6 +159,43 @@ def execute(backend: Any, expr: Any) -> Any:
         return fetch(backend, expr)
 
 
+def _key_dtype(dtype: Any) -> Any:
+    """The pandas dtype a released key column of Ibis type ``dtype`` takes (``None``: as is):
+    the dtypes :func:`execute` gives the engine's own results, so that public keys (built from
+    the analyst's values) and keys found in the data come back alike."""
+    if dtype.is_boolean():
+        return "boolean"
+    if dtype.is_integer():
+        return "UInt64" if dtype.is_unsigned_integer() and dtype.nbytes == 8 else "Int64"
+    if dtype.is_date():
+        return "datetime64[ms]"
+    if dtype.is_timestamp():
+        unit = {0: "s", 3: "ms", 9: "ns"}.get(dtype.scale, "us")
+        return f"datetime64[{unit}, {dtype.timezone}]" if dtype.timezone else f"datetime64[{unit}]"
+    return None
+
+
+def conform_keys(frame: Any, schema: Any, columns: Sequence[str]) -> Any:
+    """``frame`` with its key ``columns`` in the dtypes of their Ibis types (:func:`_key_dtype`),
+    whatever path built them. Cosmetic, and run after a spend: a column that does not convert
+    is left as it is rather than fail."""
+    out = frame
+    for c in columns:
+        if c not in frame.columns or c not in schema:
+            continue
+        target = _key_dtype(schema[c])
+        if target is None or str(frame[c].dtype) == target:
+            continue
+        try:
+            converted = frame[c].astype(target)
+        except (TypeError, ValueError, OverflowError):
+            continue
+        if out is frame:
+            out = frame.copy()
+        out[c] = converted
+    return out
+
+
 _EMBEDDED: tuple[int, Any] | None = None
 _EMBEDDED_LOCK = threading.Lock()
 

@@ -519,6 +519,8 @@ class Synthetic(Release):
         explanation: the pricing (``explain()``).
     """
 
+    typed_keys: ClassVar[bool] = False  # cells from declared domains keep their dtypes
+
     rounds: int = 0
     selected: tuple[str, ...] = ()
     domains: tuple[tuple[str, tuple[Any, ...]], ...] = field(default=(), repr=False)

@@ -411,7 +411,7 @@ class Query(ABC):
         changes: dict[str, Any] = {"spend": entry}
         if priced is not None:  # (a field of the releases whose queries set _priced_release)
             changes["explanation"] = priced
-        return dataclasses.replace(self._finish(data, generator), **changes)
+        return dataclasses.replace(self._typed(self._finish(data, generator)), **changes)
 
     @abstractmethod
     def _compute(self) -> Any:
@@ -424,7 +424,19 @@ class Query(ABC):
 
     def _release(self, rng: np.random.Generator) -> Release:
         """Compute and release, without spending (for a query already paid for by another)."""
-        return self._finish(self._compute(), rng)
+        return self._typed(self._finish(self._compute(), rng))
+
+    def _typed(self, release: Release) -> Release:
+        """``release`` with its key columns in the dtypes of the table's schema (public keys and
+        keys found in the data alike: ``Int64``, ``boolean``, ``datetime64[ms]`` for dates...)."""
+        from sharpdp.data._engine import conform_keys
+
+        frame = getattr(release, "frame", None)
+        keys = getattr(release, "keys", ())
+        if frame is None or not keys or not release.typed_keys:
+            return release
+        typed = conform_keys(frame, self.source.table.schema(), keys)
+        return release if typed is frame else dataclasses.replace(release, frame=typed)
 
     def _bounding_kwargs(self) -> dict[str, Any]:
         """The caps and salt of :attr:`bounding`, as keyword arguments of the ``_bounding`` rules."""

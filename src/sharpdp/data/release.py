@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -85,6 +85,9 @@ class Release:
     frame: pd.DataFrame = field(repr=False)
     noise: dict[str, IntegerNoise]
     spend: Entry | None = field(default=None, repr=False, compare=False, kw_only=True)
+    #: whether ``Query.run`` gives the key columns the dtypes of their types in the table's
+    #: schema (workloads and MWEM build their cells from declared domains, and keep them)
+    typed_keys: ClassVar[bool] = True
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
         """The released values with ``lower``/``upper`` bounds of a ``level`` confidence interval.
