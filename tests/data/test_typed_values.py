@@ -396,3 +396,28 @@ def test_columns_the_engine_cannot_hold_are_named_when_the_session_opens(table: 
     KeyError from inside Ibis."""
     with pytest.raises(sdp.InvalidParameter, match=r"cannot load this .* convert the offending"):
         sdp.data.Session(table, "who", BUDGET)
+
+
+def test_one_far_date_or_midnight_time_fails_no_query(tmp_path: Any) -> None:
+    """Two values one person could hold made queries fail before the spend (a free test of
+    whether anyone holds them): a date beyond the timestamp range (public date keys were
+    compared as timestamps, so DuckDB cast every row's date) and the time 24:00:00 (which
+    DuckDB's TIME holds and Python's cannot: the key table failed to come back). On both
+    neighbours every query now releases."""
+    far = int(300_000 * 365.25)  # a date in the year ~302,000 (date32: days since 1970)
+    for victim in (True, False):
+        days = [18_262] * 50 + ([far] if victim else [])
+        table = pa.table(
+            {"who": [f"p{i}" for i in range(len(days))], "d": pa.array(days, pa.date32())}
+        )
+        s = sdp.data.Session(table, "who", BUDGET)
+        got = s.count_by("d", keys=[dt.date(2020, 1, 1)], privacy=HUGE).run(rng=0).to_pandas()
+        assert got["count"].tolist() == [50]
+        path = tmp_path / f"times-{victim}.csv"
+        extra = "victim,24:00:00\n" if victim else ""
+        path.write_text("who,t\n" + "".join(f"p{i},12:00:00\n" for i in range(50)) + extra)
+        for schema in (None, {"t": "time"}):
+            s = sdp.data.Session(str(path), "who", BUDGET, schema=schema)
+            got = s.count_by("t", privacy=sdp.ApproxDP(1e6, 1e-8)).run(rng=0).to_pandas()
+            assert got["t"].tolist() == [dt.time(12)]
+            assert got["count"].tolist() == [50]

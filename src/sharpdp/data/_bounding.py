@@ -264,7 +264,7 @@ def _digest_columns(table: Any) -> list[str]:
 
 def typed_literal(column: Any, v: Any) -> Any:
     """``v`` as a value to compare ``column`` with: a literal of the column's own type for
-    integer, decimal and timestamp columns (an integer beyond int64, a uint64 column's, has no
+    integer, decimal, date and timestamp columns (an integer beyond int64, a uint64 column's, has no
     literal type of its own; Ibis wrote a decimal key as DECIMAL(18, 3), rounding 1.1234 to
     1.123, and a timestamp key in microseconds, dropping a nanosecond column's last digits)."""
     ibis = _engine.ibis()
@@ -272,6 +272,10 @@ def typed_literal(column: Any, v: Any) -> Any:
     if dtype.is_timestamp() and (dtype.scale or 6) > 6 and hasattr(v, "nanosecond"):
         # Ibis turns timestamp literals into datetime (microseconds): write the text instead
         return ibis.literal(v.isoformat(sep=" ")).cast(dtype)
+    if dtype.is_date() and hasattr(v, "date"):
+        # (a date key is a midnight pandas.Timestamp: compared as a timestamp, every row's date
+        # was cast to a timestamp, whose range is narrower: one far date failed the query)
+        return ibis.literal(v.date(), type=dtype)
     typed = dtype.is_integer() or dtype.is_decimal() or dtype.is_timestamp()
     return ibis.literal(v, type=dtype) if typed else v
 

@@ -90,7 +90,8 @@ DISCOVERY_SHARE = 0.1
 
 
 def _canonical_floats(table: Any) -> Any:
-    """``table`` with −0.0 read as 0.0 and NaN as NULL in its floating-point columns.
+    """``table`` with −0.0 read as 0.0 and NaN as NULL in its floating-point columns, and the
+    time 24:00:00 as NULL in its time columns.
 
     Engines group −0.0 with 0.0 but print them apart, and which one a group shows is whichever
     row the engine keeps: as a key, or in the text the bounding hashes, the sign of a zero made a
@@ -99,14 +100,23 @@ def _canonical_floats(table: Any) -> Any:
     seeded release was not reproducible. (|x| at 0, not x + 0.0, which optimisers may fold, nor
     a float literal, which Spark reads as a decimal and widens float32 to double.)"""
     ibis = _engine.ibis()
-    floats = [c for c, t in table.schema().items() if t.is_floating()]
-    if not floats:
+    schema = table.schema()
+    floats = [c for c, t in schema.items() if t.is_floating()]
+    times = [c for c, t in schema.items() if t.is_time()]
+    if not floats and not times:
         return table
 
     def canonical(x: Any) -> Any:
         return ibis.cases((x.isnan(), ibis.null(x.type())), (x == 0, x.abs()), else_=x)
 
-    return table.mutate(**{c: canonical(table[c]) for c in floats})
+    def time_of_day(t: Any) -> Any:
+        # DuckDB's TIME holds 24:00:00, which no Python time can: a key table holding it failed
+        # to come back to Python, before the spend, only when someone held that value
+        return ibis.ifelse(t.hour() >= 24, ibis.null(t.type()), t)
+
+    return table.mutate(
+        **{c: canonical(table[c]) for c in floats}, **{c: time_of_day(table[c]) for c in times}
+    )
 
 
 def _columns(name: str, value: object) -> tuple[str, ...]:
