@@ -10,7 +10,7 @@ import mpmath
 import pytest
 
 import sharpdp as sdp
-from reference import laplace_k_fold_epsilon_lower
+from reference import br_delta, laplace_k_fold_epsilon_lower
 from sharpdp.accounting.composition import compose, max_compositions
 
 
@@ -361,3 +361,17 @@ def test_rdp_curve_of_a_gaussian_laplace_mix_is_the_exact_sum(alpha: float) -> N
     # never below the exact sum (μ = 1/5 and 1/3 are rounded up), and within a few ulps of it
     assert got >= exact
     assert got <= exact * (1 + 1e-13)
+
+
+def test_a_lone_release_is_read_by_its_own_profile() -> None:
+    """One exponential mechanism (ε-BR) composed alone: the PLD's dominating pair is the ε-DP
+    one, so the composition read δ(0) = 0.2876 at ε = 1 where BR's exact profile gives 0.2449
+    (by quadrature here); an accountant charged one such release now reads BR's own ε(δ)."""
+    for item in (sdp.BoundedRange(1.0), sdp.Exponential(1.0)):
+        c = compose([(item, 1)])
+        for e in (0.0, 0.4, 0.9):
+            assert c.delta(e) == pytest.approx(float(br_delta(1.0, e)), rel=1e-9)
+    acc = sdp.Accountant(sdp.ApproxDP(1.0, 1e-6))
+    acc.spend(sdp.Exponential(1.0))
+    assert acc.spent() == sdp.BoundedRange(1.0).epsilon(1e-6) < 0.999
+    assert compose([(sdp.BoundedRange(1.0), 2)]).delta(0.0) > 0.4  # two: a composition again

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 import sharpdp as sdp
 from sharpdp.cli import app
 from sharpdp.data import _engine
+from sharpdp.service.app import create_app
 from sharpdp.service.config import parse
 from sharpdp.service.sessions import _load
 
@@ -94,6 +95,9 @@ def test_declared_types_do_not_depend_on_the_values(tmp_path: Path) -> None:
         ({"nope": "int64"}, "no column 'nope' in the CSV"),
         ({"v": "integr"}, "'integr' .* is not a type"),
         ({"v": "array<int64>"}, "cannot be declared"),
+        ({"v": "decimal(40, 2)"}, "cannot be declared"),  # (was DuckDB's BinderException)
+        ({"v": "inet"}, "cannot be declared"),  # (DuckDB tried to download an extension)
+        ({"v": "interval"}, "cannot be declared"),
         ({}, "non-empty mapping"),
         (["v"], "non-empty mapping"),
     ],
@@ -127,6 +131,12 @@ def test_the_query_command_takes_a_schema(tmp_path: Path) -> None:
     bad = runner.invoke(app, [*base, "--privacy", "pure:1", "--schema", "v"])
     assert bad.exit_code == 2
     assert "COL:TYPE" in bad.output
+    twice = runner.invoke(app, [*base, "--privacy", "pure:1", "--schema", "v:int64,v:date"])
+    assert twice.exit_code == 2
+    assert "declared twice" in twice.output
+    nested = runner.invoke(app, [*base, "--privacy", "pure:1", "--schema", "v:map<string,int64>"])
+    assert isinstance(nested.exception, sdp.InvalidParameter)  # one item, refused by its type
+    assert "cannot be declared" in str(nested.exception)
 
 
 def test_a_served_csv_takes_its_declared_types(tmp_path: Path) -> None:
@@ -148,5 +158,10 @@ def test_a_served_csv_takes_its_declared_types(tmp_path: Path) -> None:
     with pytest.raises(sdp.InvalidParameter, match=r"schema\.v must be a type name"):
         parse(document, tmp_path)
     del document["datasets"]["people"]["schema"]  # type: ignore[attr-defined]
-    with pytest.raises(sdp.InvalidParameter, match="cannot read"):
+    with pytest.raises(sdp.InvalidParameter, match=r"\[datasets.people\]: .*cannot read"):
         _load(parse(document, tmp_path).datasets[0], 1)
+    # a data set it cannot serve stops the service before it creates its ledger and state
+    document["datasets"]["people"]["schema"] = {"v": "int64", "nope": "date"}  # type: ignore[index]
+    with pytest.raises(sdp.InvalidParameter, match=r"\[datasets.people\]: schema: no column"):
+        create_app(parse(document, tmp_path))
+    assert not (tmp_path / "ledger.sqlite").exists()

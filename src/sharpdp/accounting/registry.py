@@ -32,6 +32,8 @@ class Analysis:
     ``explain``, which says so — since they could only improve on it by less than the accuracy
     promised (exact ≤ value ≤ exact·(1 + accuracy) holds either way). They are skipped too when
     a costly analysis shows that this exact composition cannot beat the best value so far.
+    ``composes`` is false for an analysis that applies to a lone release only (no composition
+    theorem: capacity plots and counts leave it out).
     """
 
     name: str
@@ -41,6 +43,7 @@ class Analysis:
     dominated_by: str | None = None
     costly: bool = False
     supersedes: tuple[str, ...] = ()
+    composes: bool = True
 
 
 class Refinable(Protocol):
@@ -68,11 +71,14 @@ def analysis(
     dominated_by: str | None = None,
     costly: bool = False,
     supersedes: tuple[str, ...] = (),
+    composes: bool = True,
 ) -> Callable[[Prepare], Prepare]:
     """Register a composition analysis (decorator); see :class:`Analysis` for the options."""
 
     def deco(fn: Prepare) -> Prepare:
-        _ANALYSES.append(Analysis(name, theorem, fn, exact_for, dominated_by, costly, supersedes))
+        _ANALYSES.append(
+            Analysis(name, theorem, fn, exact_for, dominated_by, costly, supersedes, composes)
+        )
         return fn
 
     return deco

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import re
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -265,8 +264,9 @@ def query(
     schema: Annotated[
         str | None,
         typer.Option(
-            help="a CSV's column types, COL:TYPE,... (e.g. dep_delay:int64,day:date): every "
-            "column read as text, declared ones converted, a value that does not parse as NULL"
+            help="a CSV's column types, COL:TYPE,... (e.g. dep_delay:int64,time_hour:timestamp): "
+            "every column read as text, declared ones converted, a value that does not parse as "
+            "NULL"
         ),
     ] = None,
     level: Annotated[float, typer.Option(help="confidence level of the intervals")] = 0.95,
@@ -330,12 +330,22 @@ def query(
 
 
 def _schema(text: str) -> dict[str, str]:
-    """``--schema COL:TYPE,...`` as a mapping (a type such as decimal(12,2) keeps its comma)."""
+    """``--schema COL:TYPE,...`` as a mapping (commas inside a type's brackets, as in
+    decimal(12,2), belong to the type)."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char in "(<[") - (char in ")>]")
+        if char == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
     pairs: dict[str, str] = {}
-    for item in re.split(r",(?![^(]*\))", text):
+    for item in items:
         column, sep, dtype = item.partition(":")
         if not sep or not column.strip() or not dtype.strip():
             raise typer.BadParameter(f"--schema: expected COL:TYPE items, got {item.strip()!r}")
+        if column.strip() in pairs:
+            raise typer.BadParameter(f"--schema: column {column.strip()!r} is declared twice")
         pairs[column.strip()] = dtype.strip()
     return pairs
 
@@ -344,6 +354,8 @@ def _schema(text: str) -> dict[str, str]:
 _OPTION_WORDS = (
     ("null_units='drop'", "--drop-null-units"),
     ("schema={column: type}", "--schema COL:TYPE,..."),
+    ("schema= declares", "--schema declares"),
+    ("schema: ", "--schema: "),
     ("public keys=", "public --keys"),
     ("keys is only used with by=", "--keys is only used with --by"),
     ("max_rows", "--max-rows"),

@@ -272,13 +272,42 @@ def parse_schema(schema: Mapping[str, Any], columns: Sequence[str]) -> dict[str,
                 f"schema: {spec!r} (column {column!r}) is not a type; use e.g. 'string', "
                 "'int64', 'float64', 'boolean', 'date', 'timestamp' or 'decimal(12, 2)'"
             ) from err
-        if dtype.is_nested() or dtype.is_null():
+        if not _declarable(dtype):
             raise InvalidParameter(
-                f"schema: column {column!r} cannot be declared {dtype}: declare a number, "
-                "text, boolean, date or time type"
+                f"schema: column {column!r} cannot be declared {dtype}: declare an integer, "
+                "float, decimal (precision ≤ 38), string, boolean, date, time or timestamp type"
             )
         out[column] = dtype
     return out
+
+
+def _declarable(dtype: Any) -> bool:
+    """The types a CSV column may be declared: those every engine parses from text (no
+    extension to load, no nested value to spell)."""
+    if dtype.is_decimal():
+        return dtype.precision is None or 1 <= dtype.precision <= 38
+    return bool(
+        dtype.is_integer()
+        or dtype.is_floating()
+        or dtype.is_string()
+        or dtype.is_boolean()
+        or dtype.is_date()
+        or dtype.is_time()
+        or dtype.is_timestamp()
+    )
+
+
+#: An integer's text: engines differ on others ("2.5" rounds to 3 on DuckDB, NULL on Spark;
+#: "1e3" is 1000 on DuckDB), so a declared integer column takes only this form, else NULL.
+_INTEGER_TEXT = r"^\s*[+-]?[0-9]+\s*$"
+
+
+def _converted(text: Any, dtype: Any) -> Any:
+    """A text column converted to ``dtype`` by the same rule on every engine: TRY_CAST (NULL
+    where it fails), integers from an integer's text only."""
+    if dtype.is_integer():
+        return text.re_search(_INTEGER_TEXT).ifelse(text.try_cast(dtype), ibis().null(dtype))
+    return text.try_cast(dtype)
 
 
 def read_csv(
@@ -308,31 +337,33 @@ def read_csv(
         raw = backend.read_csv(path, table_name=name + "_file", **options)
         types = {} if schema is None else parse_schema(schema, raw.columns)
         if not duck:  # e.g. Spark, which infers types over the whole file, parsing permissively
-            return raw.mutate(**{c: raw[c].try_cast(d) for c, d in types.items()})
+            return raw.mutate(**{c: _converted(raw[c], d) for c, d in types.items()})
         loaded = backend.create_table(name + "_text" if types else name, raw, temp=temp)
+        if not types:
+            return loaded
+        converted = loaded.mutate(**{c: _converted(loaded[c], d) for c, d in types.items()})
+        typed = backend.create_table(name, converted, temp=temp)
+        backend.drop_table(name + "_text", force=True)
+        return typed
     except InvalidParameter:
         raise
     except Exception as err:
         if not _words(err):
             raise
-        lines = str(err).strip().splitlines()
+        text = str(err)
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        # the error, where, and why (DuckDB's "Original Line" is empty when the line is long)
+        why = " ".join([ln for ln in lines if ln != "Original Line:"][:4])
         hint = (
             "; declare the columns' types with schema={column: type}, which reads a value that "
             "does not parse as NULL"
-            if schema is None and "convert" in str(err).lower()
+            if schema is None and "could not convert" in text.lower()
             else ""
         )
-        raise InvalidParameter(f"table: cannot read {path!r}: {' '.join(lines[:2])}{hint}") from err
+        raise InvalidParameter(f"table: cannot read {path!r}: {why}{hint}") from err
     finally:
         if duck:
             backend.drop_view(name + "_file", force=True)
-    if not types:
-        return loaded
-    typed = backend.create_table(
-        name, loaded.mutate(**{c: loaded[c].try_cast(d) for c, d in types.items()}), temp=temp
-    )
-    backend.drop_table(name + "_text", force=True)
-    return typed
 
 
 def _words(err: Exception) -> set[str]:

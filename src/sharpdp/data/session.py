@@ -318,12 +318,15 @@ class Session:
         period: the budget period label of the account.
         max_groups: the default κ (keys per person) of queries that do not declare one.
         max_rows: the default m (rows per person per key) of queries that do not declare one.
-        schema: a CSV's column types, declared (``{"dep_delay": "int64", "day": "date"}``; Ibis
-            type names). Every column is then read as text and each declared one converted by a
-            safe cast: a value that does not parse becomes NULL, a row-wise map, so no column's
-            type depends on the data (without it, the engine infers types from the values, and
-            one person's odd value can turn a number column into text). Undeclared columns stay
-            text. Only for CSV paths: other tables carry their own types.
+        schema: a CSV's column types, declared (Ibis type names:
+            ``{"dep_delay": "int64", "time_hour": "timestamp"}``). Every column is then read as
+            text and each declared one converted by a safe cast: a value that does not parse
+            becomes NULL (an integer only from an integer's text, alike on every engine), a
+            row-wise map, so no column's type depends on the data (without it, the engine infers
+            types from the values, and one person's odd value can turn a number column into
+            text). Undeclared columns stay text. Declarable: integers, floats, decimals
+            (precision ≤ 38), strings, booleans, dates, times and timestamps. Only for CSV
+            paths: other tables carry their own types.
 
     The set-up checks (the unit column exists, the table is not empty, NULL units) read the
     table and are not private: they are for the data holder who opens the session. A CSV is

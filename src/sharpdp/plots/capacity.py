@@ -12,6 +12,7 @@ import sharpdp as sdp
 from sharpdp import _validate
 from sharpdp._explain import Explanation
 from sharpdp._format import lower
+from sharpdp.accounting.registry import all_analyses
 from sharpdp.errors import InvalidParameter
 from sharpdp.plots._figure import drawn, legend, new_figure, short_theorem, style
 
@@ -85,7 +86,8 @@ def capacities(
 
     rows = {k: {r.name: r for r in explain(k).rows} for k in grid}
     first = explain(grid[0]).rows
-    names = [r.name for r in first]
+    lone = {a.name for a in all_analyses() if not a.composes}  # (k = 1 only: no curve)
+    names = [r.name for r in first if r.name not in lone]
     values = {n: tuple(rows[k][n].value for k in grid) for n in names}
     fits: dict[str, int | None] = {}
     for name in names:

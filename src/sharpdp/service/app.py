@@ -63,7 +63,7 @@ from sharpdp.service.config import ServiceConfig, check_period, example_config, 
 from sharpdp.service.errors import Conflict, NotFound, ServiceError
 from sharpdp.service.queries import QueryRequest, build, explanation, release_payload
 from sharpdp.service.releases import Releases
-from sharpdp.service.sessions import Datasets, period_label
+from sharpdp.service.sessions import Datasets, load_all, period_label
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -239,6 +239,7 @@ class Service:
 
     def __init__(self, config: ServiceConfig, admin_token: str | None) -> None:
         self.config = config
+        loaded = load_all(config)  # first: a file it cannot serve leaves no ledger behind
         if isinstance(config.ledger, Path):
             config.ledger.parent.mkdir(parents=True, exist_ok=True)
         config.state.parent.mkdir(parents=True, exist_ok=True)
@@ -246,7 +247,7 @@ class Service:
         self.db = Database(config.state)
         self.auth = Authenticator(self.db, admin_token)
         self.releases = Releases(self.db)
-        self.datasets = Datasets(config, self.ledger)
+        self.datasets = Datasets(config, self.ledger, loaded)
         self._costs: dict[tuple[Any, ...], Cost] = {}
         self._costs_lock = threading.Lock()
 

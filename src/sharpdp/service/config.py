@@ -22,7 +22,7 @@ Example (``service.toml``; relative paths are read from the file's directory)::
     engine = "duckdb"               # the embedded default (the only engine served today)
     privacy_unit = "tailnum"
     null_units = "drop"             # or "refuse" (the default)
-    # schema = { dep_delay = "int64", day = "date" }   # a CSV's declared column types
+    # schema = { dep_delay = "int64", time_hour = "timestamp" }   # a CSV's column types
     max_rows = 1                    # default bounding rules of queries that declare none
     max_groups = 1
 

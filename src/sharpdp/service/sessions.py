@@ -78,7 +78,13 @@ def _load(config: DatasetConfig, index: int) -> _Loaded:
                 backend.create_table(name, backend.read_parquet(config.source))
             else:  # loaded now, every value parsed, with the declared types if any
                 schema = None if config.schema is None else dict(config.schema)
-                _engine.read_csv(backend, config.source, name, schema, temp=False)
+                try:
+                    _engine.read_csv(backend, config.source, name, schema, temp=False)
+                except sdp.InvalidParameter as err:  # named by its data set, in TOML's words
+                    message = str(err).replace(
+                        "schema={column: type}", 'schema = { column = "type" }'
+                    )
+                    raise sdp.InvalidParameter(f"[datasets.{config.name}]: {message}") from err
         columns = backend.table(name).columns
     if config.privacy_unit not in columns:
         raise sdp.InvalidParameter(
@@ -86,6 +92,16 @@ def _load(config: DatasetConfig, index: int) -> _Loaded:
             f"(columns: {sorted(columns)})"
         )
     return _Loaded(config, backend, name)
+
+
+def load_all(config: ServiceConfig) -> dict[str, _Loaded]:
+    """Every served data set, loaded (``Datasets`` takes them; loading first lets a service
+    refuse a file it cannot serve before it creates its ledger and state files).
+
+    Raises:
+        InvalidParameter: a data set cannot be loaded or lacks its privacy unit.
+    """
+    return {d.name: _load(d, i) for i, d in enumerate(config.datasets)}
 
 
 class Datasets:
@@ -99,9 +115,11 @@ class Datasets:
         InvalidParameter: a data set cannot be loaded or lacks its privacy unit.
     """
 
-    def __init__(self, config: ServiceConfig, ledger: Ledger) -> None:
+    def __init__(
+        self, config: ServiceConfig, ledger: Ledger, loaded: dict[str, _Loaded] | None = None
+    ) -> None:
         self._ledger = ledger
-        self._loaded = {d.name: _load(d, i) for i, d in enumerate(config.datasets)}
+        self._loaded = load_all(config) if loaded is None else loaded
         self._slots: OrderedDict[tuple[str, str, str], Slot] = OrderedDict()
         self._lock = threading.Lock()
         self._making: dict[tuple[str, str, str], threading.Lock] = {}
