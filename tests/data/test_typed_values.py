@@ -421,3 +421,30 @@ def test_one_far_date_or_midnight_time_fails_no_query(tmp_path: Any) -> None:
             got = s.count_by("t", privacy=sdp.ApproxDP(1e6, 1e-8)).run(rng=0).to_pandas()
             assert got["t"].tolist() == [dt.time(12)]
             assert got["count"].tolist() == [50]
+
+
+def test_workload_and_mwem_cells_take_the_schema_dtypes() -> None:
+    """Workload cells came back as objects (integers, booleans), and a date column as
+    datetime64[ms] or [s] depending on whether its domain was declared; MWEM's synthetic cells
+    as int64/bool, and its answers as objects. All now take the schema's dtypes, as every
+    other release."""
+    frame = pd.DataFrame(
+        {
+            "who": [f"p{i}" for i in range(8)],
+            "i": pd.array([1, 1, 2, 2, 3, 3, 1, 2], dtype="Int16"),
+            "b": [True, False] * 4,
+            "d": [DAYS[i % 2] for i in range(8)],
+        }
+    )
+    s = sdp.data.Session(frame, "who", BUDGET)
+    want = {"i": "Int64", "b": "boolean", "d": "datetime64[ms]"}
+    found = s.answer(sdp.data.marginals(["i", "b", "d"], way=1), privacy=sdp.ApproxDP(1e6, 1e-8))
+    domains = {"i": [1, 2, 3], "b": [True, False], "d": DAYS[:2]}
+    declared = s.answer(sdp.data.marginals(["i", "b", "d"], way=1, domains=domains), privacy=HUGE)
+    for release in (found, declared):
+        out = release.to_pandas()
+        assert {c: str(out[c].dtype) for c in want} == want
+    w = sdp.data.marginals(["i", "b"], way=1, domains={"i": [1, 2, 3], "b": [True, False]})
+    syn = s.mwem(w, privacy=HUGE, rounds=3, rng=0)
+    for out in (syn.to_pandas(), syn.sample(rng=0), syn.answer(w)):
+        assert {c: str(out[c].dtype) for c in ("i", "b")} == {"i": "Int64", "b": "boolean"}

@@ -437,8 +437,6 @@ class WorkloadRelease(Release):
         domains: the domains answered over (declared or found privately).
     """
 
-    typed_keys: ClassVar[bool] = False  # cells from declared domains keep their dtypes
-
     law: sdp.DiscreteLaplace | sdp.Gaussian | None = None
     mechanism: str = ""
     explanation: Explanation | None = field(default=None, repr=False)

@@ -39,6 +39,7 @@ import pandas as pd
 
 import sharpdp as sdp
 from sharpdp import _validate
+from sharpdp.data._engine import conform_keys
 from sharpdp.data._noise import largest_rho
 from sharpdp.data.answers import cell_table, discover, resolve_domains
 from sharpdp.data.counts import CountQuery
@@ -477,6 +478,7 @@ class MWEMQuery(Query):
                     noise={},
                     domains=tuple(domains.items()),
                     typed=self.typed,
+                    key_types=self._key_types(),
                 )
             data = domains, self._cells(domains)
         domains, cells = data
@@ -502,7 +504,12 @@ class MWEMQuery(Query):
             selected=tuple(_group_label(labels, groups[g]) for g in chosen),
             domains=tuple(domains.items()),
             typed=self.typed,
+            key_types=self._key_types(),
         )
+
+    def _key_types(self) -> tuple[tuple[str, Any], ...]:
+        schema = self.source.table.schema()
+        return tuple((c, schema[c]) for c in self.workload.columns)
 
 
 @dataclass(frozen=True, eq=False)
@@ -519,7 +526,7 @@ class Synthetic(Release):
         explanation: the pricing (``explain()``).
     """
 
-    typed_keys: ClassVar[bool] = False  # cells from declared domains keep their dtypes
+    typed_keys: ClassVar[bool] = False  # (its frame feeds answer() and sample(), which convert)
 
     rounds: int = 0
     selected: tuple[str, ...] = ()
@@ -528,6 +535,15 @@ class Synthetic(Release):
     #: the session's conversion of a workload's values to the columns' types (dates given as
     #: text, float32...), applied by :meth:`answer` as the session applies it to the run's own
     typed: Callable[[Workload], Workload] | None = field(default=None, repr=False, compare=False)
+    #: the key columns' types in the table's schema: what to_pandas, answer and sample give
+    #: their key columns (Int64, boolean, datetime64[ms]... as every release)
+    key_types: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
+
+    def _conform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        typed: pd.DataFrame = conform_keys(
+            frame, dict(self.key_types), [c for c, _ in self.key_types]
+        )
+        return typed
 
     def explain(self) -> Explanation:
         """The pricing of the run (rounds, mechanisms, the sharp vs classical rounds), with a last
@@ -538,7 +554,7 @@ class Synthetic(Release):
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
         """The cells and their synthetic counts (``level`` is accepted and ignored)."""
-        return self.frame.copy()
+        return self._conform(self.frame.copy())
 
     def answer(self, workload: Workload) -> pd.DataFrame:
         """Answer any workload over these columns from the synthetic counts (post-processing).
@@ -566,7 +582,7 @@ class Synthetic(Release):
         rows, values = workload.evaluate(self.frame, domains)
         out = rows.copy()
         out["count"] = values
-        return out
+        return self._conform(out)
 
     def sample(self, n: int | None = None, rng: RNGLike = None) -> pd.DataFrame:
         """``n`` synthetic rows drawn from the distribution (default: round(n̂)).
@@ -579,9 +595,9 @@ class Synthetic(Release):
         if not counts.size:
             if size:
                 raise InvalidParameter("no synthetic cells to sample from (a domain is empty)")
-            return self.frame.drop(columns="count")
+            return self._conform(self.frame.drop(columns="count"))
         idx = as_generator(rng).choice(len(counts), size=size, p=counts / counts.sum())
-        return self.frame.drop(columns="count").iloc[idx].reset_index(drop=True)
+        return self._conform(self.frame.drop(columns="count").iloc[idx].reset_index(drop=True))
 
     def _law(self, level: float) -> str:
         return f"synthetic counts from {self.rounds} MWEM rounds (no per-cell noise law)"
