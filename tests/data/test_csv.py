@@ -165,3 +165,12 @@ def test_a_served_csv_takes_its_declared_types(tmp_path: Path) -> None:
     with pytest.raises(sdp.InvalidParameter, match=r"\[datasets.people\]: schema: no column"):
         create_app(parse(document, tmp_path))
     assert not (tmp_path / "ledger.sqlite").exists()
+
+
+def test_a_csv_read_as_one_column_is_named(tmp_path: Path) -> None:
+    """A malformed row near the top: DuckDB read the file as one column 'person,val,day', and
+    the error said "no column 'person'" instead of pointing at the file."""
+    path = tmp_path / "ragged.csv"
+    path.write_text("person,val,day\np1,1,2024-01-01,EXTRA\np2,2,2024-01-02\n")
+    with pytest.raises(sdp.InvalidParameter, match="read as one column named 'person,val,day'"):
+        sdp.data.Session(str(path), "person", BUDGET)

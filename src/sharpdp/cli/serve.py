@@ -31,7 +31,11 @@ __all__ = ["serve"]
 def serve(
     config: Annotated[
         Path | None,
-        typer.Argument(help="the service's TOML config (data sets, ledger, budget policy)"),
+        typer.Argument(
+            help="the service's TOML config: \\[ledger] path, \\[policy] budget and period, "
+            "one \\[datasets.NAME] per data set (path or example, privacy_unit, null_units, schema, "
+            "max_rows, max_groups); see the README"
+        ),
     ] = None,
     host: Annotated[str, typer.Option(help="the address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="the port")] = 8000,

@@ -335,6 +335,7 @@ def read_csv(
     options = {} if schema is None else {"all_varchar": True} if duck else {"inferSchema": False}
     try:
         raw = backend.read_csv(path, table_name=name + "_file", **options)
+        _check_split(path, raw.columns)
         types = {} if schema is None else parse_schema(schema, raw.columns)
         if not duck:  # e.g. Spark, which infers types over the whole file, parsing permissively
             return raw.mutate(**{c: _converted(raw[c], d) for c, d in types.items()})
@@ -364,6 +365,17 @@ def read_csv(
     finally:
         if duck:
             backend.drop_view(name + "_file", force=True)
+
+
+def _check_split(path: str, columns: Sequence[str]) -> None:
+    """Refuse a CSV the engine read as one column whose name holds a usual delimiter: its
+    dialect could not be detected (a malformed row near the top, or an odd delimiter), and the
+    errors that would follow (no column 'x') would not say so."""
+    if len(columns) == 1 and any(d in columns[0] for d in ",;\t|"):
+        raise InvalidParameter(
+            f"table: {path!r} was read as one column named {columns[0]!r}: its delimiter could "
+            "not be detected (a row near the top with a different number of fields?)"
+        )
 
 
 def _words(err: Exception) -> set[str]:
