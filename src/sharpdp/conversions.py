@@ -583,6 +583,10 @@ def profile_to_gdp(g: Guarantee) -> GDP:
     raise NotImplied(f"the grid check of {g!r}'s profile against μ-GDP failed")
 
 
+#: Four units in the last place (relative), the rounding allowance of :func:`_log_profile`.
+_U4 = 4.0 * 2.0**-52
+
+
 def _log_profile(g: Guarantee, top: float) -> Callable[[Any], Any]:
     """ε ↦ an upper bound on log δ_g(ε) (vectorised): the least of ``g.delta``'s log and the
     Rényi bound of Canonne–Kamath–Steinke 2020 (Prop 12), log δ ≤ (α−1)(D_α − ε +
@@ -592,7 +596,7 @@ def _log_profile(g: Guarantee, top: float) -> Callable[[Any], Any]:
     smallest one, never 0), while δ_μ at ε near a large D∞ is far smaller: there, the float
     profile alone forced μ up (2.65 for 10,000 randomized responses of ε = 0.01, whose μ is
     about 1; infinite for 10⁶ of ε = 0.001), and the Rényi bound, computed in logs, does not.
-    Each Rényi bound is raised by 10⁻⁹ of its size plus 10⁻¹² (its rounding).
+    Each value is raised by its rounding: 4 ulps of the sizes of the parts it is computed from.
     """
     import numpy as np
 
@@ -605,13 +609,17 @@ def _log_profile(g: Guarantee, top: float) -> Callable[[Any], Any]:
         eps = np.asarray(eps, dtype=np.float64)
         with np.errstate(divide="ignore"):
             direct = np.log(np.array([g.delta(float(e)) for e in eps.ravel()])).reshape(eps.shape)
+        # (log's rounding, raised; a δ of 0 stays −inf)
+        direct = direct + np.where(np.isfinite(direct), _U4 * (np.abs(direct) + 1.0), 0.0)
         if alphas.size == 0:
             return direct
         shrink = np.log1p(-1.0 / alphas)
-        bounds = (alphas - 1.0) * (taus - eps[..., None] + shrink) - np.log(alphas)
-        renyi = bounds.min(axis=-1)
-        renyi = renyi + 1e-9 * np.abs(renyi) + 1e-12
-        return np.minimum(direct, renyi)
+        gap = taus - eps[..., None] + shrink
+        bounds = (alphas - 1.0) * gap - np.log(alphas)
+        # each term's rounding: a few ulps of its parts' sizes, (α − 1) times those of the gap
+        sizes = (alphas - 1.0) * (np.abs(taus) + np.abs(eps[..., None]) + np.abs(shrink))
+        bounds = bounds + _U4 * (sizes + np.abs(bounds) + np.log(alphas) + 1.0)
+        return np.minimum(direct, bounds.min(axis=-1))
 
     return log_delta
 

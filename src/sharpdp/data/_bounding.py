@@ -106,9 +106,11 @@ def _float_codes(value: Any) -> tuple[Any, Any]:
     (0, 1) (subnormal); the codes are (kind·2¹² + e + 1100, ⌊(m − 1)·2⁵²⌋ mod P), where
     (m − 1)·2⁵² is an exact integer in (−2⁵², 2⁵²). Engines print floats differently (DuckDB
     ``1e+20``, Spark ``1.0E20``, and Java 17 not always in the fewest digits), so text would
-    not be portable; these operations are exact in IEEE double arithmetic on every engine:
-    e₀ = ⌊log₂|x|⌋ clamped to [−1022, 1023] (log₂ may round either way near a power of two),
-    m₀ = |x| / 2^e₀ (an exact division by a power of two, normal and nonzero), then one step
+    not be portable; these operations are exact in IEEE double arithmetic on every engine
+    (2^e₀ is ``POWER(2.0, e₀)``, exact on DuckDB and on Spark for every e₀ used: the tests check
+    all of them against Python's ``frexp``, and an engine that rounded it would only choose other
+    rows, never break the bounds): e₀ = ⌊log₂|x|⌋ clamped to [−1022, 1023] (log₂ may round either
+    way near a power of two), m₀ = |x| / 2^e₀ (an exact division by a power of two), then one step
     moves m₀ into [1, 2) (or, for a subnormal, from (0, 1) to (0, 2)), whatever e₀ was. Zeros,
     infinities and NULL or NaN are their own kinds and enter the arithmetic as 1.0,
     so no operation overflows or divides by zero on any row.

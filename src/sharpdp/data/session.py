@@ -89,7 +89,7 @@ DISCOVERY_SHARE = 0.1
 # --------------------------------------------------------------------------------------------------
 
 
-def _canonical_floats(table: Any) -> Any:
+def _canonical_values(table: Any) -> Any:
     """``table`` with −0.0 read as 0.0 and NaN as NULL in its floating-point columns, and the
     time 24:00:00 as NULL in its time columns.
 
@@ -393,7 +393,7 @@ class Session:
         if nulls:
             assert unit_missing is not None
             t = t.filter(~unit_missing)
-        t = _canonical_floats(t)
+        t = _canonical_values(t)
         source = _engine.Source(t, source.backend, source.engine, rows=rows - nulls)
         self._source = source
         self._unit = privacy_unit
