@@ -614,3 +614,31 @@ def laplace_k_fold_delta(eps0: float, k: int, epsilon: float) -> mp.mpf:
 
             total += w * mp.quad(f, pts)
         return total
+
+
+def br_pair_k_fold_delta(eta: float, k: int, epsilon: float) -> mp.mpf:
+    """δ(ε) of k copies of the continuous bounded-range pair: the loss law under P has the
+    density p(l) = e^{(η + l)/2}/(2(e^η − 1)) on [−η, η], so the k-fold sum S has the density
+    A^k e^{s/2} (2η)^k f_k(s) with A = e^{η/2}/(2(e^η − 1)) and f_k the density of a sum of k
+    uniforms on [−η, η] (Irwin–Hall: f_k(s) = IH_k((s + kη)/(2η))/(2η),
+    IH_k(x) = Σ_{j ≤ x} (−1)^j C(k, j)(x − j)^{k−1}/(k − 1)!). Integrated against (1 − e^{ε − s})_+
+    with ``mpmath.quad`` between the polynomial pieces' knots."""
+    with mp.workdps(DPS):
+        h, e = _mpf(eta), _mpf(epsilon)
+        a = mp.exp(h / 2) / (2 * mp.expm1(h))
+
+        def irwin_hall(x: mp.mpf) -> mp.mpf:
+            return mp.fsum(
+                (-1) ** j * mp.binomial(k, j) * (x - j) ** (k - 1)
+                for j in range(int(mp.floor(x)) + 1)
+            ) / mp.factorial(k - 1)
+
+        def density(s: mp.mpf) -> mp.mpf:
+            return a**k * mp.exp(s / 2) * (2 * h) ** (k - 1) * irwin_hall((s + k * h) / (2 * h))
+
+        knots = [-k * h + 2 * h * j for j in range(k + 1)]
+        lo = max(e, -k * h)
+        pts = [lo] + [c for c in knots if c > lo]
+        if len(pts) < 2:  # ε ≥ kη: no loss exceeds ε
+            return mp.mpf(0)
+        return mp.quad(lambda s: (1 - mp.exp(e - s)) * density(s), pts)

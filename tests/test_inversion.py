@@ -228,11 +228,11 @@ def _rr_gaussian_epsilon(eps0: float, k: int, mu: float, delta: float) -> float:
 
 
 def test_selection_items_are_inverted_and_the_pld_skipped() -> None:
-    # The exponential mechanism is represented by the ε-RR pair (not attained: RDP uses its
-    # bounded-range curve), so the inversion is one analysis among others here; it brackets the
-    # exact composition of the pairs, which the PLD only approaches from above, so once it has
-    # answered the PLD is not run (it took seconds on this mix).
-    c = sdp.compose([(sdp.Gaussian(5.0), 100), (sdp.Exponential(0.1), 50)])  # μ = 2 in all
+    # Permute-and-flip is represented by the ε-RR pair (ε-DP; not attained by it), so the
+    # inversion is one analysis among others here; it brackets the exact composition of the
+    # pairs, which the PLD only approaches from above, so once it has answered the PLD is not run
+    # (it took seconds on this mix).
+    c = sdp.compose([(sdp.Gaussian(5.0), 100), (sdp.PermuteAndFlip(0.1), 50)])  # μ = 2 in all
     eps = c.epsilon(1e-6)
     exact = _rr_gaussian_epsilon(0.1, 50, 2.0, 1e-6)
     assert exact * (1 - 1e-12) <= eps <= exact * (1 + 1e-9)
@@ -265,7 +265,7 @@ def test_distinct_selection_items_with_a_gaussian_match_the_binomial_sums(epsilo
         )
     )  # fmt: skip
     items = [
-        (sdp.ReportNoisyMax(epsilon=e1), k1),
+        (sdp.ReportNoisyMax(epsilon=e1, noise="exponential"), k1),  # ε-DP: the ε-RR pair
         (sdp.PureDP(e2), k2),
         (sdp.Gaussian(1.0 / mu), 1),
     ]

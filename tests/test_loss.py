@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 import sharpdp as sdp
 from reference import (
     approx_dp_pair,
+    br_pair_k_fold_delta,
     gaussian_delta,
     hockey_stick,
     invert_profile,
@@ -140,6 +141,7 @@ PAIR_CASES: list[tuple[str, Any, Any]] = [
     ),
     ("dlap", DiscreteLaplace(2, 2), lambda e: discrete_laplace_delta(2.0, 2, e)),
     ("dgauss", DiscreteGaussian(1.5, 1), lambda e: discrete_gaussian_delta(1.5, 1, e)),
+    ("br eta=0.8", sdp.BoundedRange(0.8), lambda e: br_pair_k_fold_delta(0.8, 1, e)),
 ]
 
 
@@ -404,16 +406,17 @@ def test_a_discrete_laplace_too_wide_for_the_pld_leaves_the_composition_to_other
 
 def test_mechanisms_without_a_pair_use_their_characterisation() -> None:
     """The interval quantile is exactly ε-BR (its characterisation): the PLD composes it as the
-    ε-RR pair, like the exponential mechanism, instead of declining the whole composition."""
+    ε-BR pair, like the exponential mechanism, instead of declining the whole composition."""
     from sharpdp.mechanisms import Quantile
 
     q = Quantile(0.3, 0.5, bounds=(0.0, 100.0), cells=100)
     assert pld.supports(q)
     ((pair, count),) = pld.dominating_pairs(q)
     assert count == 1
-    assert sorted(pair.losses) == [-0.3, 0.3]
+    assert pair == pld.pairs.BoundedRangePair(0.3)
     mixed = pld.compose_pld([q, sdp.Laplace(1.0)]).epsilon(1e-6)
-    assert mixed == pld.compose_pld([sdp.PureDP(0.3), sdp.Laplace(1.0)]).epsilon(1e-6)
+    assert mixed == pld.compose_pld([sdp.BoundedRange(0.3), sdp.Laplace(1.0)]).epsilon(1e-6)
+    assert mixed < pld.compose_pld([sdp.PureDP(0.3), sdp.Laplace(1.0)]).epsilon(1e-6)
     rows = {r.name: r for r in sdp.compose([q, sdp.Laplace(1.0)]).explain(delta=1e-6).rows}
     assert rows["pld"].value is not None
     assert not pld.supports(sdp.ZCDP(0.1))  # a guarantee with no pair still has none
@@ -582,16 +585,17 @@ def test_registry_and_decompositions() -> None:
     assert not pld.supports(sdp.ZCDP(0.1))
     ((pair, count),) = pld.dominating_pairs(sdp.TopK(3, 0.5))
     assert count == 3
-    assert isinstance(pair, pld.pairs.FinitePair)
-    assert sorted(pair.losses) == [-0.5, 0.5]
+    assert pair == pld.pairs.BoundedRangePair(0.5)
     ((pair, _),) = pld.dominating_pairs(sdp.Exponential(0.7))
-    assert sorted(pair.losses) == [-0.7, 0.7]
+    assert pair == pld.pairs.BoundedRangePair(0.7)
+    ((pair, _),) = pld.dominating_pairs(sdp.PureDP(0.7))
+    assert sorted(pair.losses) == [-0.7, 0.7]  # type: ignore[attr-defined]
     ((pair, _),) = pld.dominating_pairs(sdp.GDP(1.5))
     assert isinstance(pair, pld.pairs.GaussianPair)
     assert pair.mu == 1.5
-    # items compose by groups: TopK(k) is k copies of the ε-RR pair
+    # items compose by groups: TopK(k) is k copies of the ε-BR pair
     a = pld.compose_pld([sdp.TopK(4, 0.3)]).epsilon(1e-6)
-    b = pld.compose_pld([(sdp.PureDP(0.3), 4)]).epsilon(1e-6)
+    b = pld.compose_pld([(sdp.BoundedRange(0.3), 4)]).epsilon(1e-6)
     assert a == b
 
     class Custom:

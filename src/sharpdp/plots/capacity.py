@@ -52,7 +52,8 @@ class Capacities:
     Attributes:
         ks: the numbers of compositions evaluated (increasing).
         values: per analysis (in ``explain`` order), its ε at the budget's δ for each k (``None``
-            where it does not apply).
+            where it does not apply). Analyses that supersede one another share one series,
+            named by their names joined with "/" (e.g. "mgf/mgf-smoothed/pld": whichever answers).
         theorems: per analysis, its theorem.
         fits: per analysis that applies, the largest k it certifies within the budget: an exact
             search between the sampled k around its crossing (0 when even k = 1 does not fit;
@@ -84,22 +85,48 @@ def capacities(
             cache[k] = sdp.compose([(item, k)], adaptive).explain(delta=delta)
         return cache[k]
 
-    rows = {k: {r.name: r for r in explain(k).rows} for k in grid}
     first = explain(grid[0]).rows
     lone = {a.name for a in all_analyses() if not a.composes}  # (k = 1 only: no curve)
-    names = [r.name for r in first if r.name not in lone]
-    values = {n: tuple(rows[k][n].value for k in grid) for n in names}
+    series = _series([r.name for r in first if r.name not in lone])
+    theorems = {r.name: r.theorem for r in first}
+
+    def value(k: int, members: tuple[str, ...]) -> float | None:
+        found = {r.name: r.value for r in explain(k).rows}
+        return next((found[m] for m in members if found.get(m) is not None), None)
+
+    values = {n: tuple(value(k, members) for k in grid) for n, members in series.items()}
     fits: dict[str, int | None] = {}
-    for name in names:
+    for name, members in series.items():
         if all(v is None for v in values[name]):
             continue
 
-        def ok(k: int, name: str = name) -> bool:
-            value = {r.name: r.value for r in explain(k).rows}[name]
-            return value is not None and value <= eps
+        def ok(k: int, members: tuple[str, ...] = members) -> bool:
+            v = value(k, members)
+            return v is not None and v <= eps
 
         fits[name] = _largest(grid, ok)
-    return Capacities(tuple(grid), values, {r.name: r.theorem for r in first}, fits)
+    merged = {n: " / ".join(theorems[m] for m in members) for n, members in series.items()}
+    return Capacities(tuple(grid), values, merged, fits)
+
+
+def _series(names: list[str]) -> dict[str, tuple[str, ...]]:
+    """One curve per analysis, except that analyses which supersede others share one with them
+    (e.g. "mgf/mgf-smoothed/pld"): they bracket the same exact composition of the items' dominating pairs,
+    and which of them answers depends on k (the inversion declines nearly atomic laws, and once
+    it answers the PLD is not run), so apart each curve would have holes. The curve takes the
+    first member that answers, in ``explain`` order."""
+    linked = {n: {n} for n in names}
+    for a in all_analyses():
+        for b in a.supersedes:
+            if a.name in linked and b in linked:
+                union = linked[a.name] | linked[b]
+                for m in union:
+                    linked[m] = union
+    out: dict[str, tuple[str, ...]] = {}
+    for name in names:
+        members = tuple(m for m in names if m in linked[name])
+        out.setdefault("/".join(members), members)
+    return out
 
 
 def _largest(grid: list[int], ok: Callable[[int], bool]) -> int | None:

@@ -25,10 +25,10 @@ from sharpdp.guarantees import ApproxDP, Guarantee
     composes=False,
 )
 def _single(items: Items, adaptive: bool) -> Guarantee:
-    """A lone bounded-range item (count 1) is its own composition, and its profile is sharper
-    than the composition theorems' readings of it: one exponential mechanism is ε-BR, δ(0) =
-    0.2449 at ε = 1, where the PLD's dominating pair (the ε-DP one, BR having no single
-    dominating pair) gives 0.2876. Other items' dominating pairs are exact already."""
+    """A lone bounded-range item (count 1) is its own composition: one exponential mechanism
+    is ε-BR, δ(0) = 0.2449 at ε = 1. (Its dominating pair, :class:`BoundedRangePair`, has the
+    same profile, so the PLD reads it alike up to its discretisation; this reads it exactly and
+    cheaply.) Other items' dominating pairs are exact already."""
     if len(items) != 1 or items[0][1] != 1:
         raise NotImplied("more than one release: a composition theorem is needed")
     return bounded_range(items[0][0])

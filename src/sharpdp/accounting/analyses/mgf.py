@@ -428,18 +428,43 @@ class Inversion:
             else:
                 step = -math.inf
             if upper <= delta and -step <= _EPS_RTOL * max(eps, 1.0):
-                self._remember(eps, planned)
-                return eps  # certified; a step down would gain nothing visible
+                # certified; a step down would gain nothing visible
+                return self._settle(eps, planned, planned_at, delta)
             new = eps + step
             if upper > delta and step <= _EPS_RTOL * max(eps, 1.0):
                 new = eps + 2.0 * _EPS_RTOL * max(eps, 1.0)  # just below the root: step past it
             if not lo < new < hi:  # Newton left the bracket: bisect
                 new = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * max(eps, 1.0)
             if hi - lo <= _EPS_RTOL * max(hi, 1.0) and math.isfinite(hi):
-                self._remember(hi, hi_plan)
-                return hi
+                assert hi_plan is not None
+                return self._settle(hi, hi_plan, math.nan, delta)
             eps = new
         raise NumericalError(f"the inversion did not certify an ε at δ = {delta!r}")
+
+    def _settle(
+        self, eps: float, plan: tuple[int, _Plan], planned_at: float, delta: float
+    ) -> float:
+        """The certified ``eps``, raised by a few relative 1e-13 if need be so that the plan a
+        fresh composition makes at ``eps`` (:meth:`delta_bracket`) certifies it too: any plan gives
+        a valid bound, but two plans' bounds differ by rounding, and δ(ε(δ)) ≤ δ should not depend
+        on which composition object answers. (A raise lowers δ by about a·ε·1e-13 relative, far
+        more than that rounding; after 8 tries the plan's own certificate is kept.)"""
+        self._remember(eps, plan)
+        if planned_at == eps:
+            return eps
+        step = 1e-13 * max(eps, 1e-300)
+        for _ in range(8):
+            try:
+                upper = self._evaluate(eps)[1]
+            except (NotImplied, NumericalError):
+                return eps
+            if upper <= delta:
+                return eps
+            # (any plan gives a valid bound: the one that certified eps is kept as a hint)
+            eps += step
+            step *= 4.0
+            self._remember(eps, plan)
+        return eps
 
     def _remember(self, eps: float, plan: tuple[int, _Plan] | None) -> None:
         if plan is not None:
@@ -835,7 +860,8 @@ def _mgf(items: Items, adaptive: bool) -> Guarantee:
     # The inversion brackets the exact composition of the items' dominating pairs — the value
     # the PLD analysis approaches from above — to ~1e-11 wherever it answers; it is exact for
     # the items themselves when their pairs are attained (_tight_with_density). Otherwise
-    # (e.g. selection mechanisms, represented by the ε-RR pair) the other analyses still run.
+    # (e.g. selection mechanisms, represented by the bounded-range pair, which no single
+    # mechanism attains) the other analyses still run.
     if not invertible(pairs):
         raise NotImplied(
             "the inversion needs closed-form characteristic functions and a density part "

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sharpdp.accounting.pld.pairs import (
+    BoundedRangePair,
     DominatingPair,
     FinitePair,
     GaussianPair,
@@ -113,12 +114,7 @@ def _register_builtin() -> None:
     from sharpdp.guarantees import GDP, ApproxDP, BoundedRange, PureDP
     from sharpdp.mechanisms.additive import Gaussian, Laplace
     from sharpdp.mechanisms.randomized_response import RandomizedResponse
-    from sharpdp.mechanisms.selection import (
-        Exponential,
-        PermuteAndFlip,
-        ReportNoisyMax,
-        TopK,
-    )
+    from sharpdp.mechanisms.selection import TopK
 
     def gaussian(mu: float) -> DominatingPair:
         if mu == 0.0:
@@ -165,22 +161,30 @@ def _register_builtin() -> None:
         """The four-point KOV pair dominates every (ε, δ)-DP mechanism [KOV15, Thm 2.4]."""
         return approx_dp_pair(g.epsilon_, g.delta_)
 
+    def bounded_range(eta: float) -> DominatingPair:
+        if eta == 0.0:
+            return FinitePair((0.0,), (1.0,), name="perfect privacy")
+        if math.isinf(eta):
+            return FinitePair((), (), 1.0, name="no privacy")
+        if eta < 1e-9:
+            # below any grid's resolution: read as η-DP (η-BR ⇒ η-DP), whose atoms are exact
+            return randomized_response_pair(eta, 2)
+        return BoundedRangePair(eta)
+
     @register_pair(BoundedRange)
     def _br(g: BoundedRange) -> DominatingPair:
-        """η-BR ⇒ η-DP (valid, not tight: the BR profile is smaller than η-RR's)."""
-        return randomized_response_pair(g.eta, 2)
+        """η-BR: the pair of the BR profile's supremum (:class:`BoundedRangePair`), dominated by
+        η-RR's (η-BR ⇒ η-DP) and much smaller in composition."""
+        return bounded_range(g.eta)
 
-    def _selection(m: Any) -> DominatingPair:
-        """A selection mechanism known to be ε-DP with ε = m.epsilon(0): the ε-RR pair."""
-        return randomized_response_pair(m.epsilon(0.0), 2)
-
-    for kind in (Exponential, PermuteAndFlip, ReportNoisyMax):
-        register_pair(kind)(_selection)
+    # Exponential and report-noisy-max with Gumbel noise are characterised as ε-BR, permute-and-
+    # flip and the other noises as ε-DP: their pairs come from the characterisation.
 
     @register_pair(TopK)
     def _topk(m: TopK) -> Decomposition:
-        """One-shot top-k ≡ k adaptive ε-BR (hence ε-DP) rounds: k copies of the ε-RR pair."""
-        return ((randomized_response_pair(m.epsilon_, 2), m.k),)
+        """One-shot top-k ≡ k adaptive ε-BR rounds [Durfee–Rogers 2019]: k copies of the
+        ε-BR pair."""
+        return ((bounded_range(m.epsilon_), m.k),)
 
     # The discrete mechanisms (sharpdp.mechanisms.discrete) are registered by name, lazily: the
     # pairs only read the documented attributes scale/sigma and sensitivity.
