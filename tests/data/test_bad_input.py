@@ -190,6 +190,24 @@ def test_bad_table_and_budget(small: pd.DataFrame, tmp_path: Any) -> None:
         sdp.data.Session(small, "person", sdp.GDP(1.0))
 
 
+def test_an_engine_sharpdp_does_not_run_on_is_refused_when_the_session_opens(
+    small: pd.DataFrame, tmp_path: Any
+) -> None:
+    """An Ibis table on SQLite (no MD5 for the bounding hash), or SQLite passed as the engine,
+    is refused by name at open, before any query: it used to fail in the engine per query."""
+    import warnings
+
+    import ibis
+
+    con = ibis.sqlite.connect(tmp_path / "data.db")
+    with warnings.catch_warnings():  # (Ibis's SQLite loader calls APIs pandas 3 deprecates)
+        warnings.simplefilter("ignore")
+        on_sqlite = con.create_table("t", small)
+    for table, engine in ((on_sqlite, None), (small, con)):
+        with pytest.raises(sdp.InvalidParameter, match=r"DuckDB.*PySpark.*'sqlite'"):
+            sdp.data.Session(table, "person", sdp.PureDP(1.0), engine=engine)
+
+
 def test_bad_level(session: sdp.data.Session) -> None:
     r = session.count(privacy=P).run(rng=0)
     with pytest.raises(sdp.InvalidParameter, match="level"):

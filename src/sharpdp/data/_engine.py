@@ -113,48 +113,21 @@ def _through_spark(backend: Any, expr: Any) -> Any:
     return arrow.to_pandas(types_mapper=_nullable_dtype, date_as_object=False)
 
 
-def _through_ibis(backend: Any, expr: Any) -> Any:
-    frame = backend.execute(expr)
-    for name, dtype in expr.schema().items():
-        if dtype.is_boolean():
-            frame[name] = frame[name].astype("boolean")
-        elif dtype.is_integer():
-            frame[name] = _as_nullable_integers(frame[name], dtype.is_unsigned_integer())
-    return frame
-
-
-def _as_nullable_integers(column: Any, unsigned: bool) -> Any:
-    """An integer column (perhaps fetched as float64 with NaN for NULL, as Ibis's PySpark
-    backend does) in ``Int64``/``UInt64``, whatever its values: a value the floats rounded
-    beyond that range (an integer within 2^10 of 2^63 or 2^64, already off by the rounding)
-    becomes the nearest integer of the range, so that the dtype never depends on the data."""
-    import pandas as pd
-
-    top = 2**64 - 1 if unsigned else 2**63 - 1
-    low = 0 if unsigned else -(2**63)
-
-    def exact(v: Any) -> Any:
-        if v is None or v is pd.NA or v != v:
-            return None
-        return min(max(int(v), low), top)
-
-    return pd.array([exact(v) for v in column.tolist()], dtype="UInt64" if unsigned else "Int64")
-
-
-#: How each engine's results become pandas, by backend name (others: Ibis's ``execute``, then
-#: the same dtypes). Both go through Arrow. Integer and boolean columns always get pandas'
-#: nullable dtypes (``Int64``, ``UInt64`` for uint64 only, ``boolean``), chosen from the result's
-#: schema and never from its values: a column that holds a NULL would otherwise come back as
-#: objects or float64 (which also changes every integer beyond 2^53) and one without as int64,
-#: so a released key column's type would tell whether a NULL key existed in the data, released
-#: or not. Dates stay ``datetime64``, matched with the keys' ``pandas.Timestamp``.
+#: How each engine's results become pandas, by backend name: the engines sharpdp runs on (a
+#: session on another Ibis backend is refused when it opens). Both go through Arrow. Integer and
+#: boolean columns always get pandas' nullable dtypes (``Int64``, ``UInt64`` for uint64 only,
+#: ``boolean``), chosen from the result's schema and never from its values: a column that holds
+#: a NULL would otherwise come back as objects or float64 (which also changes every integer beyond
+#: 2^53) and one without as int64, so a released key column's type would tell whether a NULL key
+#: existed in the data, released or not. Dates stay ``datetime64``, matched with the keys'
+#: ``pandas.Timestamp``.
 _FETCH = {"duckdb": _through_arrow, "pyspark": _through_spark}
 
 
 def execute(backend: Any, expr: Any) -> Any:
     """Run an Ibis expression on ``backend``; return a pandas DataFrame (integer and boolean
     columns in pandas' nullable dtypes, whatever the values)."""
-    fetch = _FETCH.get(str(getattr(backend, "name", "")), _through_ibis)
+    fetch = _FETCH[str(getattr(backend, "name", ""))]
     with quiet():
         return fetch(backend, expr)
 
@@ -384,7 +357,23 @@ def _words(err: Exception) -> set[str]:
     return {stem for stem in ("conver", "csv", "sniff", "pars") if stem in text}
 
 
+def _supported(backend: Any) -> Any:
+    """``backend`` if sharpdp runs on it, else a clear refusal: the bounding hash and the result
+    fetch are written and tested for DuckDB and PySpark only (SQLite, for one, has no MD5, so
+    every query would fail in the engine)."""
+    name = str(getattr(backend, "name", type(backend).__name__))
+    if name not in _FETCH:
+        raise InvalidParameter(
+            f"engine: sharpdp runs on DuckDB (the default) and PySpark, got the Ibis backend "
+            f"{name!r}: load the data into one of them (e.g. pass the table as a pandas, Polars "
+            "or Arrow frame, or a CSV/Parquet path)"
+        )
+    return backend
+
+
 def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Source:
+    if engine is not None:
+        _supported(engine)
     if _is_ibis_table(table):
         _no_schema(schema, "an Ibis table")
         t: Any = table
@@ -393,7 +382,7 @@ def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Sourc
         except Exception:  # an unbound memtable: run it on embedded DuckDB
             backend = engine if engine is not None else embedded()
             t = backend.create_table(f"sharpdp_{next(_COUNTER)}", t.execute(), temp=True)
-        return Source(t, backend, str(backend.name))
+        return Source(t, _supported(backend), str(backend.name))
     backend = engine if engine is not None else embedded()
     name = f"sharpdp_{next(_COUNTER)}"
     if isinstance(table, str | os.PathLike):
