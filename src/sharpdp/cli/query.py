@@ -189,28 +189,23 @@ def _build(session: Any, kind: Kind, column: str | None, options: dict[str, Any]
 DEFAULT_BUDGET = "approx:1,1e-6"
 
 
-def _budget(text: str | None, ledger: Path | None, analyst: str) -> sdp.Guarantee:
+def _recorded_budget(ledger: Path | None, analyst: str) -> sdp.Guarantee | None:
+    """The budget the ledger records for the analyst (``None``: no ledger file, or none recorded
+    yet). Opens the ledger once."""
+    if ledger is None or not ledger.exists():
+        return None
+    try:
+        with sdp.Accountant(None, str(ledger), analyst) as account:
+            return account.budget
+    except sdp.InvalidParameter:  # no budget recorded for this analyst yet
+        return None
+
+
+def _budget(text: str | None, recorded: sdp.Guarantee | None) -> sdp.Guarantee:
     """``--budget`` if given; else the budget the ledger records for the analyst; else the default."""
     if text is not None:
         return parse_guarantee(text, "--budget")
-    if ledger is not None and ledger.exists():
-        try:
-            with sdp.Accountant(None, str(ledger), analyst) as account:
-                return account.budget
-        except sdp.InvalidParameter:  # no budget recorded for this analyst yet
-            pass
-    return parse_guarantee(DEFAULT_BUDGET, "--budget")
-
-
-def _recorded(ledger: Path, analyst: str) -> bool:
-    """Whether the ledger exists and records a budget for the analyst."""
-    if not ledger.exists():
-        return False
-    try:
-        with sdp.Accountant(None, str(ledger), analyst):
-            return True
-    except sdp.InvalidParameter:
-        return False
+    return recorded if recorded is not None else parse_guarantee(DEFAULT_BUDGET, "--budget")
 
 
 @app.command()
@@ -400,8 +395,9 @@ def _run(
     """Open the session, build the query, then price it (``explain``) or run it and print."""
     level, explain, as_json, digits = output
     ledger, seed, analyst = (session_options[k] for k in ("ledger", "seed", "analyst"))
-    budget = _budget(session_options["budget"], ledger, analyst)
-    if explain and ledger is not None and not _recorded(ledger, analyst):
+    recorded = _recorded_budget(ledger, analyst)
+    budget = _budget(session_options["budget"], recorded)
+    if explain and recorded is None:
         ledger = None  # pricing writes nothing: no ledger file, no budget recorded for the analyst
     session = sdp.data.Session(
         str(file),
