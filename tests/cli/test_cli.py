@@ -146,6 +146,26 @@ def test_query_uses_the_ledgers_budget_unless_told(people_csv: Path, tmp_path: P
     assert "PureDP(epsilon=5.0)" in str(other.exception)
 
 
+def test_query_explain_writes_nothing_and_prices_against_the_recorded_budget(
+    people_csv: Path, tmp_path: Path
+) -> None:
+    """--explain with a ledger that does not exist creates no file; with one that records the
+    analyst's budget, it prices against that budget (the remaining ε after the spend is read from
+    it) and leaves the history as it was."""
+    ledger = tmp_path / "b.sqlite"
+    runner = CliRunner()
+    base = ["query", str(people_csv), "count", "--unit", "who", "--drop-null-units"]
+    base += ["--ledger", str(ledger), "--privacy", "pure:0.6"]
+    assert runner.invoke(app, [*base, "--explain"]).exit_code == 0
+    assert not ledger.exists()
+    assert runner.invoke(app, [*base, "--budget", "pure:1.3"]).exit_code == 0
+    before = sdp.Ledger(str(ledger)).history("default", "all").entries
+    out = runner.invoke(app, [*base, "--explain"], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert "budget PureDP(epsilon=1.3): spent 0.6 → 1.2" in out.output
+    assert sdp.Ledger(str(ledger)).history("default", "all").entries == before == 1
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
