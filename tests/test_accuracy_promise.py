@@ -333,13 +333,15 @@ MIXES = st.lists(st.tuples(ITEMS, st.integers(1, 12)), min_size=1, max_size=4)
 def test_epsilon_and_delta_agree_on_every_composition(
     items: list[tuple[sdp.Guarantee, int]], log_delta: float, fraction: float
 ) -> None:
+    # (the _bound readings: at the top of a law's range, e.g. one Laplace at δ = 1e-11, ε is
+    # certified to the accuracy but δ there is bracketed only to ~1e-4, and δ() then refuses)
     c = sdp.compose(items)
     d = 10.0**log_delta
     e = c.epsilon(d)
     if math.isfinite(e):
-        assert c.delta(e) <= d
+        assert c.delta_bound(e) <= d
         e2 = fraction * e
-        assert c.epsilon(c.delta(e2)) <= e2
+        assert c.epsilon_bound(c.delta_bound(e2)) <= e2
         assert c.certifies(e, d)
 
 

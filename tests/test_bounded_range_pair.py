@@ -249,3 +249,20 @@ def test_selections_take_the_pair_of_their_characterisation() -> None:
         assert sorted(pair.losses) == [-0.7, 0.7]  # type: ignore[attr-defined]
     assert pld.compose_pld([sdp.BoundedRange(0.0)]).delta(0.0) == 0.0
     assert pld.compose_pld([sdp.BoundedRange(math.inf)]).delta(5.0) == 1.0
+
+
+def test_the_inversion_answers_only_within_the_promised_accuracy() -> None:
+    """One Laplace (ε0 = 1) at ε = 1 − 1.9e-11: the exact δ = 1 − e^{(ε − 1)/2} is 9.4945e-12, and
+    the inversion's bracket there is ~3% wide: it used to answer its upper end (+1.6%, beyond the
+    default 1e-4 promise); it now declines and the composition refuses with a valid bound. Where
+    the bracket closed at the largest loss without a plan, ε(δ) crashed (AssertionError)."""
+    e = 0.9999999999810106
+    exact = -math.expm1((e - 1.0) / 2.0)
+    c = sdp.compose([sdp.Laplace(1.0)])
+    with pytest.raises(sdp.AccuracyNotReached) as info:
+        c.delta(e)
+    assert info.value.lower <= exact <= info.value.value <= exact * (1 + 2e-4)
+    assert sdp.compose([sdp.Laplace(1.0)]).epsilon(1e-15) == 1.0  # δ(ε0) = 0 < 1e-15
+    acc = sdp.Accountant(budget=sdp.ApproxDP(1e-3, 1e-15))
+    for _ in range(3):
+        acc.spend(sdp.Exponential(1e-4))

@@ -49,9 +49,13 @@ import numpy.typing as npt
 
 from sharpdp.accounting._items import Items, all_gaussian, is_gaussian
 from sharpdp.accounting.pld.pairs import (
+    BoundedRangePair,
     DominatingPair,
     FinitePair,
     LaplacePair,
+    br_cf_envelopes,
+    br_log_mgfs,
+    br_tilted_cfs,
     finite_log_mgfs,
     finite_tilted_cfs,
     laplace_log_mgfs,
@@ -76,6 +80,11 @@ _MAX_LOSS = 1e6
 _MAX_SPLIT = 4
 #: log of a Chernoff bound e^{K(a) − aε} below which δ's finite part is that bound (< 1e-304).
 _NEGLIGIBLE = -700.0
+#: The widest relative bracket with which the analysis answers by default (else it declines,
+#: and the PLD runs); a composition sets a tenth of its own accuracy (``with_accuracy``), so that
+#: superseding the PLD never breaks the promise exact ≤ value ≤ exact·(1 + accuracy).
+_ANSWER_RTOL = 1e-7
+
 #: Relative precision of ε(δ) (far below the inversion's own accuracy in δ).
 _EPS_RTOL = 1e-12
 #: A root search re-plans when ε moves by more than this (relative) from the planned ε.
@@ -173,6 +182,11 @@ class Inversion:
             eps0 = np.array([cast(LaplacePair, self.items[i][0]).epsilon0 for i in laplace])
             values = laplace_log_mgfs(eps0, np.asarray(a, dtype=np.float64).reshape(-1))
             rows = {i: values[j].reshape(np.shape(a)) for j, i in enumerate(laplace)}
+        bounded = [i for i, (p, _) in enumerate(self.items) if type(p) is BoundedRangePair]
+        if len(bounded) > 1:
+            etas = np.array([cast(BoundedRangePair, self.items[i][0]).eta for i in bounded])
+            values = br_log_mgfs(etas, np.asarray(a, dtype=np.float64).reshape(-1))
+            rows.update({i: values[j].reshape(np.shape(a)) for j, i in enumerate(bounded)})
         finite = [i for i, (p, _) in enumerate(self.items) if _small_finite(p)]
         if len(finite) > 1:
             pairs = [cast(FinitePair, self.items[i][0]) for i in finite]
@@ -436,7 +450,8 @@ class Inversion:
             if not lo < new < hi:  # Newton left the bracket: bisect
                 new = 0.5 * (lo + hi) if math.isfinite(hi) else 2.0 * max(eps, 1.0)
             if hi - lo <= _EPS_RTOL * max(hi, 1.0) and math.isfinite(hi):
-                assert hi_plan is not None
+                if hi_plan is None:  # hi is the largest finite loss: δ(hi) is the mass at ∞
+                    return hi
                 return self._settle(hi, hi_plan, math.nan, delta)
             eps = new
         raise NumericalError(f"the inversion did not certify an ε at δ = {delta!r}")
@@ -497,6 +512,14 @@ class Inversion:
 def _log_envelope(items: Sequence[tuple[DominatingPair, int]], a: float, omega: float) -> float:
     """Σ c·log of the pairs' bounds on |φ_i(ω′)| for all ω′ ≥ ω (−inf when one vanishes)."""
     log_env = 0.0
+    bounded = [(p, c) for p, c in items if type(p) is BoundedRangePair]
+    if len(bounded) > 1:  # one vectorised evaluation (the same values as the method)
+        etas = np.array([p.eta for p, _ in bounded])
+        env = br_cf_envelopes(etas, a, omega)
+        if np.any(env <= 0.0):
+            return -math.inf
+        log_env += float(np.dot([float(c) for _, c in bounded], np.log(env)))
+        items = [(p, c) for p, c in items if type(p) is not BoundedRangePair]
     for p, c in items:
         e = p.cf_envelope(a, omega)
         if e <= 0.0:
@@ -550,6 +573,10 @@ def _log_cf_terms_serial(
     if len(laplace) > 1:
         _block_terms(laplace, _laplace_cfs, 1, a, om, out)
         items = tuple((p, c) for p, c in items if type(p) is not LaplacePair)
+    bounded = [(p, c) for p, c in items if type(p) is BoundedRangePair]
+    if len(bounded) > 1:
+        _block_terms(bounded, _br_cfs, 1, a, om, out)
+        items = tuple((p, c) for p, c in items if type(p) is not BoundedRangePair)
     finite = [(p, c) for p, c in items if _small_finite(p)]
     if len(finite) > 1:
         width = max(len(cast(FinitePair, p).losses) for p, _ in finite)
@@ -575,6 +602,13 @@ def _laplace_cfs(
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     eps0 = np.array([cast(LaplacePair, p).epsilon0 for p in pairs])
     return laplace_tilted_cfs(eps0, a, om)
+
+
+def _br_cfs(
+    pairs: Sequence[DominatingPair], a: float, om: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    etas = np.array([cast(BoundedRangePair, p).eta for p in pairs])
+    return br_tilted_cfs(etas, a, om)
 
 
 def _finite_cfs(
@@ -872,15 +906,44 @@ def _mgf(items: Items, adaptive: bool) -> Guarantee:
 
 @dataclass(frozen=True)
 class _InversionGuarantee(Guarantee):
+    """The inversion's answers, each only when its bracket is within ``accuracy`` (relative):
+    otherwise the analysis declines for that query (NotImplied) and the PLD, which it would
+    have superseded, answers. The inversion usually brackets to ~1e-11; extreme scales (a tilt
+    capped at its limit, a law nearly atomic at the grid's scale) do not."""
+
     pairs: tuple[tuple[DominatingPair, int], ...]
+    accuracy: float = _ANSWER_RTOL
     notion: ClassVar[str] = "composition by MGF inversion"
+
+    def with_accuracy(self, accuracy: float) -> _InversionGuarantee:
+        """The same analysis answering only within the relative ``accuracy`` (:func:`compose`'s;
+        a tenth of it, so the promise exact ≤ value ≤ exact·(1 + accuracy) keeps a margin)."""
+        return _InversionGuarantee(self.pairs, 0.1 * accuracy)
 
     @functools.cached_property
     def _inversion(self) -> Inversion:
         return Inversion(self.pairs)
 
     def _epsilon(self, delta: float) -> float:
-        return float(self._inversion.epsilon(delta))
+        eps = float(self._inversion.epsilon(delta))
+        below = eps * (1.0 - self.accuracy)
+        if eps > 0.0 and below > 0.0:
+            try:
+                lower = self._inversion.delta_bracket(below)[0]
+            except (NotImplied, NumericalError):
+                lower = -math.inf
+            if not lower > delta:
+                raise NotImplied(
+                    f"the inversion certified ε = {eps!r} at δ = {delta!r} but cannot show the "
+                    f"exact ε above {below!r} (a bracket wider than {self.accuracy:g})"
+                )
+        return eps
 
     def _delta(self, epsilon: float) -> float:
-        return float(self._inversion.delta(epsilon))
+        lower, upper = self._inversion.delta_bracket(epsilon)
+        if not upper - max(lower, 0.0) <= self.accuracy * upper:
+            raise NotImplied(
+                f"the inversion's bracket of δ({epsilon!r}), [{lower!r}, {upper!r}], is wider "
+                f"than {self.accuracy:g} relative (a law too close to atomic at this scale)"
+            )
+        return upper

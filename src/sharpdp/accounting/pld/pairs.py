@@ -1198,8 +1198,10 @@ _G_COEFFS = tuple((-1.0) ** n / math.factorial(n + 1) for n in range(17, -1, -1)
 def _one_minus_exp_ratio(w: ComplexArray) -> tuple[ComplexArray, FloatArray]:
     """g(w) = (1 − e^{−w})/w for complex w with Re w ≥ 0, and a bound on its absolute error.
 
-    |w| < 1/2: the Taylor series (|g| ≥ 0.78 there; Horner's rounding ≤ 8u|g|); else the quotient,
-    whose numerator's rounding is ≤ 8u(1 + |e^{−w}|) ≤ 16u, divided by |w| ≥ 1/2.
+    |w| < 1/2: the Taylor series (|g| ≥ 0.78 there; Horner's rounding ≤ 8u|g|, and w's own
+    rounding, a relative u, moves g by at most u|w|·|g′| ≤ u); else the quotient, whose numerator
+    1 − e^{−w} is off by ≤ 8u from its own rounding plus |e^{−w}|·4u|w| from w's (the phase of a
+    large Im w is known only to an absolute u|w|), divided by |w| ≥ 1/2.
     """
     w = np.asarray(w, dtype=np.complex128)
     small = np.abs(w) < 0.5
@@ -1210,8 +1212,50 @@ def _one_minus_exp_ratio(w: ComplexArray) -> tuple[ComplexArray, FloatArray]:
     wl = np.where(small, 1.0, w)
     quotient = -np.expm1(-wl) / wl
     g = np.where(small, series, quotient)
-    err = np.where(small, 8.0 * U * np.abs(series), 32.0 * U / np.abs(wl))
+    num_err = 8.0 * U + 4.0 * U * np.abs(wl) * np.exp(-wl.real)
+    err = np.where(small, 8.0 * U * np.abs(series) + U, num_err / np.abs(wl) + 2.0 * U * np.abs(g))
     return np.asarray(g, dtype=np.complex128), np.asarray(err, dtype=np.float64)
+
+
+def br_log_mgfs(etas: FloatArray, beta: FloatArray) -> FloatArray:
+    """log E_P[e^{βL}] of the bounded-range pairs of η = ``etas`` (1-D) at the orders ``beta``
+    (1-D): shape (etas.size, beta.size); :meth:`BoundedRangePair.log_mgf` is its one-row case.
+    log(sinh(xη)/(2x sinh(η/2))) = log shc(|x|η) − log shc(η/2), x = β + 1/2, shc(y) = sinh(y)/y."""
+    e = np.asarray(etas, dtype=np.float64)[:, None]
+    y = np.abs(np.asarray(beta, dtype=np.float64)[None, :] + 0.5) * e
+    with np.errstate(over="ignore"):
+        return np.asarray(_log_shc(y) - _log_shc(0.5 * e), dtype=np.float64)
+
+
+def br_tilted_cfs(
+    etas: FloatArray, a: float, omega: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """:meth:`BoundedRangePair.tilted_cf` of the pairs of η = ``etas`` (1-D) at the tilt a and the
+    frequencies ``omega`` (1-D): (real part, imaginary part, error bound), shape
+    (etas.size, omega.size), with the same values and bounds as the method."""
+    e = np.asarray(etas, dtype=np.float64)[:, None]
+    om = np.asarray(omega, dtype=np.float64)[None, :]
+    m = br_log_mgfs(e[:, 0], np.array([a]))
+    pref = np.exp((a + 0.5) * e - m - _log_shc(0.5 * e))
+    g, g_err = _one_minus_exp_ratio(np.asarray(2.0 * e * ((a + 0.5) + 1j * om), np.complex128))
+    phi = pref * np.exp(1j * (om * e)) * g
+    arg = 4.0 + np.abs(om) * e + (a + 1.0) * e + np.abs(m)
+    err = pref * (g_err + 16.0 * U * arg * np.abs(g)) + 2.0 * U * np.abs(phi)
+    return phi.real, phi.imag, np.asarray(err, dtype=np.float64)
+
+
+def br_cf_envelopes(etas: FloatArray, a: float, omega: float) -> FloatArray:
+    """:meth:`BoundedRangePair.cf_envelope` of the pairs of η = ``etas`` (1-D), vectorised."""
+    e = np.asarray(etas, dtype=np.float64)
+    m = br_log_mgfs(e, np.array([a]))[:, 0]
+    x = a + 0.5
+    log_pref = x * e - m - _log_shc(0.5 * e)
+    log_cb = log_pref + np.log1p(np.exp(-2.0 * x * e)) - np.log(2.0 * e)
+    log_cb -= math.log(math.hypot(x, omega))
+    g0, _ = _one_minus_exp_ratio(np.asarray(2.0 * e * x + 0j, np.complex128))
+    log_c0 = log_pref + np.log(np.abs(g0))
+    fudge = 1.0 + 64.0 * U * (4.0 + (a + 1.0) * e + np.abs(m))
+    return np.asarray(np.exp(np.minimum(np.minimum(log_c0, log_cb), 700.0)) * fudge)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1271,12 +1315,11 @@ class BoundedRangePair(DominatingPair):
 
     def log_mgf(self, beta: FloatArray) -> FloatArray:
         """log E_P[e^{βL}] = log(sinh(xη)/(2x sinh(η/2))), x = β + 1/2, written
-        log(sinh(|x|η)/(|x|η)) − log(sinh(η/2)/(η/2)) (no cancellation between large terms)."""
+        log(sinh(|x|η)/(|x|η)) − log(sinh(η/2)/(η/2)) (no cancellation between large terms;
+        :func:`br_log_mgfs`)."""
         b = np.asarray(beta, dtype=np.float64)
-        y = np.abs(b + 0.5) * self.eta
-        with np.errstate(over="ignore"):
-            out = _log_shc(y) - float(_log_shc(np.array([0.5 * self.eta]))[0])
-        return np.asarray(out, dtype=np.float64)
+        row = br_log_mgfs(np.array([self.eta]), b.reshape(-1))[0]
+        return np.asarray(row.reshape(b.shape), dtype=np.float64)
 
     def mgf_slack(self) -> float:
         """Each log(sinh(y)/y) is within 8u of itself, so the log-MGF at any β is within
@@ -1286,39 +1329,20 @@ class BoundedRangePair(DominatingPair):
     def loss_bound(self) -> float:
         return self.eta
 
-    def _log_prefactor(self, a: float, m: float) -> float:
-        """log of e^{(a + 1/2)η − m}/shc(η/2), shc(y) = sinh(y)/y: with g below,
-        E_P[e^{(a + iω)L}]/e^m = e^{iωη}·prefactor·g(2ηz) (no 1/η that could overflow)."""
-        lshc = float(_log_shc(np.array([0.5 * self.eta]))[0])
-        return (a + 0.5) * self.eta - m - lshc
-
     def tilted_cf(self, a: float, omega: FloatArray) -> tuple[ComplexArray, FloatArray] | None:
         """E_P[e^{(a + iω)L}]/e^m = e^{iωη}·e^{(a + 1/2)η − m}·g(2ηz)/shc(η/2), with
-        z = a + 1/2 + iω and g(w) = (1 − e^{−w})/w (sinh(zη) = e^{zη}(1 − e^{−2zη})/2)."""
-        eta = self.eta
-        m = float(self.log_mgf(np.array([a]))[0])
-        pref = math.exp(self._log_prefactor(a, m))
+        z = a + 1/2 + iω, g(w) = (1 − e^{−w})/w and shc(y) = sinh(y)/y (sinh(zη) =
+        e^{zη}(1 − e^{−2zη})/2; no 1/η that could overflow); :func:`br_tilted_cfs`."""
         om = np.asarray(omega, dtype=np.float64)
-        g, g_err = _one_minus_exp_ratio(np.asarray(2.0 * eta * ((a + 0.5) + 1j * om), np.complex128))
-        phi = pref * np.exp(1j * (om * eta)) * g
-        # exponent arguments carry absolute errors ~u·|arg| (relative errors of the factors)
-        arg = 4.0 + np.abs(om) * eta + (a + 1.0) * eta + abs(m)
-        err = pref * (g_err + 16.0 * U * arg * np.abs(g))
-        return np.asarray(phi, dtype=np.complex128), err + 2.0 * U * np.abs(phi)
+        re, im, err = br_tilted_cfs(np.array([self.eta]), a, om.reshape(-1))
+        phi = (re[0] + 1j * im[0]).reshape(om.shape)
+        return np.asarray(phi, dtype=np.complex128), np.asarray(err[0].reshape(om.shape))
 
     def cf_envelope(self, a: float, omega: float) -> float:
         """|1 − e^{−w}| ≤ 1 + e^{−2xη} bounds |φ(ω′)| by prefactor·(1 + e^{−2xη})/(2η|z|),
-        non-increasing in ω′ ≥ ω; and |g| ≤ g(2xη) = φ(0)/prefactor always."""
-        eta = self.eta
-        m = float(self.log_mgf(np.array([a]))[0])
-        x = a + 0.5
-        log_pref = self._log_prefactor(a, m)
-        log_cb = log_pref + math.log1p(math.exp(-2.0 * x * eta)) - math.log(2.0 * eta)
-        log_cb -= math.log(math.hypot(x, omega))
-        g0, _ = _one_minus_exp_ratio(np.array([2.0 * eta * x + 0j], dtype=np.complex128))
-        log_c0 = log_pref + math.log(abs(complex(g0[0])))
-        fudge = 1.0 + 64.0 * U * (4.0 + (a + 1.0) * eta + abs(m))
-        return math.exp(min(log_c0, log_cb, 700.0)) * fudge
+        non-increasing in ω′ ≥ ω; and |g| ≤ g(2xη) = φ(0)/prefactor always
+        (:func:`br_cf_envelopes`)."""
+        return float(br_cf_envelopes(np.array([self.eta]), a, omega)[0])
 
     def _range(self, tail: float) -> tuple[float, float]:
         return -self.eta, self.eta

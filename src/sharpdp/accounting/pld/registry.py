@@ -110,6 +110,10 @@ def dominating_pairs(item: object) -> Decomposition:
     return tuple(out)
 
 
+#: The η for which bounded-range items take :class:`BoundedRangePair` (outside: the η-RR pair).
+BR_PAIR_RANGE = (1e-5, 30.0)
+
+
 def _register_builtin() -> None:
     from sharpdp.guarantees import GDP, ApproxDP, BoundedRange, PureDP
     from sharpdp.mechanisms.additive import Gaussian, Laplace
@@ -166,8 +170,10 @@ def _register_builtin() -> None:
             return FinitePair((0.0,), (1.0,), name="perfect privacy")
         if math.isinf(eta):
             return FinitePair((), (), 1.0, name="no privacy")
-        if eta < 1e-9:
-            # below any grid's resolution: read as η-DP (η-BR ⇒ η-DP), whose atoms are exact
+        if not BR_PAIR_RANGE[0] <= eta <= BR_PAIR_RANGE[1]:
+            # read as η-DP (η-BR ⇒ η-DP), whose atoms compose exactly: below the range the
+            # continuous law is too fine for the grids and the inversion, above it both pairs'
+            # profiles are within e^{−η/4} of each other's (δ(0) = tanh(η/4) against tanh(η/2))
             return randomized_response_pair(eta, 2)
         return BoundedRangePair(eta)
 
