@@ -95,8 +95,8 @@ def _em_law(
 @pytest.mark.parametrize("seed", range(6))
 def test_the_pair_dominates_exponential_mechanisms_in_both_orders(seed: int) -> None:
     """Random neighbouring score vectors (|q − q′| ≤ Δ; one-sided when monotonic): the
-    exponential mechanism's hockey stick in both orders never exceeds the pair's at any ε, and the
-    two-candidate case with t* = (ε + η)/2 comes within 1e-9 of it (the pair is the least)."""
+    exponential mechanism's hockey stick in both orders never exceeds the pair's at any ε (that
+    no smaller profile would do is the previous test: GRR_t attains it)."""
     rng = np.random.default_rng(seed)
     eps, sens = float(rng.uniform(0.05, 3.0)), 1.0
     monotonic = bool(seed % 2)
@@ -235,7 +235,8 @@ def test_weaker_pairs_are_dominated_and_bad_parameters_are_refused() -> None:
 
 def test_selections_take_the_pair_of_their_characterisation() -> None:
     """Exponential, Gumbel report-noisy-max and one-shot top-k's rounds are ε-BR: the BR pair;
-    permute-and-flip and other noises are only ε-DP: ε-RR; BR(0) and BR(∞) are the trivial pairs."""
+    permute-and-flip and other noises are only ε-DP: ε-RR, as is η-BR for η outside [1e-5, 30];
+    BR(0) and BR(∞) are the trivial pairs."""
     for item, count in (
         (sdp.Exponential(0.7), 1),
         (sdp.ReportNoisyMax(0.7), 1),
@@ -247,6 +248,9 @@ def test_selections_take_the_pair_of_their_characterisation() -> None:
     for item in (sdp.PermuteAndFlip(0.7), sdp.ReportNoisyMax(0.7, noise="laplace")):
         ((pair, _),) = pld.dominating_pairs(item)
         assert sorted(pair.losses) == [-0.7, 0.7]  # type: ignore[attr-defined]
+    for eta in (1e-6, 40.0):  # outside [1e-5, 30]: the η-RR pair (η-BR ⇒ η-DP)
+        ((pair, _),) = pld.dominating_pairs(sdp.BoundedRange(eta))
+        assert sorted(pair.losses) == [-eta, eta]  # type: ignore[attr-defined]
     assert pld.compose_pld([sdp.BoundedRange(0.0)]).delta(0.0) == 0.0
     assert pld.compose_pld([sdp.BoundedRange(math.inf)]).delta(5.0) == 1.0
 

@@ -165,7 +165,8 @@ def _register_builtin() -> None:
         """The four-point KOV pair dominates every (ε, δ)-DP mechanism [KOV15, Thm 2.4]."""
         return approx_dp_pair(g.epsilon_, g.delta_)
 
-    def bounded_range(eta: float) -> DominatingPair:
+    def bounded_range_pair(eta: float) -> DominatingPair:
+        """The η-BR pair (the trivial pairs at η = 0 and ∞; the η-RR pair outside BR_PAIR_RANGE)."""
         if eta == 0.0:
             return FinitePair((0.0,), (1.0,), name="perfect privacy")
         if math.isinf(eta):
@@ -181,7 +182,7 @@ def _register_builtin() -> None:
     def _br(g: BoundedRange) -> DominatingPair:
         """η-BR: the pair of the BR profile's supremum (:class:`BoundedRangePair`), dominated by
         η-RR's (η-BR ⇒ η-DP) and much smaller in composition."""
-        return bounded_range(g.eta)
+        return bounded_range_pair(g.eta)
 
     # Exponential and report-noisy-max with Gumbel noise are characterised as ε-BR, permute-and-
     # flip and the other noises as ε-DP: their pairs come from the characterisation.
@@ -190,7 +191,7 @@ def _register_builtin() -> None:
     def _topk(m: TopK) -> Decomposition:
         """One-shot top-k ≡ k adaptive ε-BR rounds [Durfee–Rogers 2019]: k copies of the
         ε-BR pair."""
-        return ((bounded_range(m.epsilon_), m.k),)
+        return ((bounded_range_pair(m.epsilon_), m.k),)
 
     # The discrete mechanisms (sharpdp.mechanisms.discrete) are registered by name, lazily: the
     # pairs only read the documented attributes scale/sigma and sensitivity.
