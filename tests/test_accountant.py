@@ -921,3 +921,20 @@ def test_spends_that_exactly_exhaust_the_budget_fit(
         account.spend(item)
     with pytest.raises(sdp.BudgetExceeded):
         account.spend(item)
+
+
+def test_spends_priced_alike_across_accountants_keep_their_own_values() -> None:
+    """Readings kept process-wide (short histories) are per (history, δ): accountants with other
+    charges or another δ never read each other's values. Expected: one Laplace with ε0 = 1/b
+    has the exact profile δ(ε) = 1 − e^{(ε − ε0)/2} for ε < ε0, so ε(δ) = ε0 + 2·ln(1 − δ)."""
+
+    def exact(scale: float, delta: float) -> float:
+        return 1.0 / scale + 2.0 * math.log1p(-delta)
+
+    for scale in (1.0, 2.0, 1.0):  # the third repeats the first: it reads the kept value
+        for delta in (1e-6, 1e-3, 1e-6):
+            acc = Accountant(budget=sdp.ApproxDP(5.0, delta))
+            acc.spend(sdp.Laplace(scale))
+            assert acc.spent() >= exact(scale, delta) - 1e-12
+            assert acc.spent() == pytest.approx(exact(scale, delta), rel=1e-3)
+            assert acc.projected(sdp.Laplace(scale)) > acc.spent()  # a second one costs more

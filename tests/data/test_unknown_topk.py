@@ -181,3 +181,23 @@ def test_small_epsilon_follows_limitdom_law(
     r = q.run(rng=rng).to_pandas()
     assert len(r) <= 2
     assert len(s.accountant.history()) == 1
+
+
+def test_calibration_is_kept_per_shape_and_never_shared_across_targets(zipf: pd.DataFrame) -> None:
+    """A second session's query of the same shape reuses the process's calibration (equal
+    targets built apart); another target or k gets a charge of its own, which still fits its
+    own target."""
+    from sharpdp.data import _calibrate
+
+    def query(epsilon: float, k: int) -> Any:
+        s = sdp.data.Session(zipf, privacy_unit="person", budget=sdp.ApproxDP(9.0, 1e-5))
+        return s.top_k("item", k=k, privacy=sdp.ApproxDP(epsilon, 1e-6), max_groups=1)
+
+    before = _calibrate.limitdom.cache_info()
+    first, again = query(0.7, 3), query(0.7, 3)
+    assert _calibrate.limitdom.cache_info().hits >= before.hits + 1
+    assert first.charge == again.charge
+    other, wider = query(0.35, 3), query(0.7, 5)
+    assert len({repr(q.charge) for q in (first, other, wider)}) == 3
+    for q, epsilon in ((first, 0.7), (other, 0.35), (wider, 0.7)):
+        assert sdp.compose([q.charge]).certifies(epsilon, 1e-6)

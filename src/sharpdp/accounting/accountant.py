@@ -49,6 +49,7 @@ histories fast; its value is still a valid bound.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Hashable, Mapping
@@ -138,6 +139,27 @@ _SUMMARY_MIN_ITEMS = 8
 _SPEND_ACCURACY = 1e-3
 #: Orders of the Rényi summary: α − 1 = 2^(k/2) for k = −14..24 (α ≈ 1.008 … 4097), and α = ∞.
 _SUMMARY_ORDERS = (*(1.0 + 2.0 ** (k / 2) for k in range(-14, 25)), math.inf)
+
+
+#: How many (history, δ) readings :func:`_spent_epsilon` keeps per process, and the most distinct
+#: descriptions a kept history has (a longer one grows with every spend and never recurs).
+_SPENT_CACHE_SIZE, _SPENT_CACHE_MAX_ITEMS = 512, 32
+
+
+def _spent_epsilon(items: tuple[tuple[Guarantee, int], ...], delta: float) -> float:
+    """ε at ``delta`` of the adaptive composition of ``items`` (``epsilon_bound``, certified at the
+    spend accuracy): an upper bound, and a pure function of frozen, validated descriptions, so
+    short histories are kept process-wide. Sessions that charge alike (a service's analysts, one
+    query run again, each new session's first charge on an empty history) then price it once:
+    on an empty history a bounded count's charge took 13–20 ms of a 130 ms query."""
+    if len(items) <= _SPENT_CACHE_MAX_ITEMS:
+        return _spent_epsilon_kept(items, delta)
+    return compose(list(items), adaptive=True, accuracy=_SPEND_ACCURACY).epsilon_bound(delta)
+
+
+@functools.lru_cache(maxsize=_SPENT_CACHE_SIZE)
+def _spent_epsilon_kept(items: tuple[tuple[Guarantee, int], ...], delta: float) -> float:
+    return compose(list(items), adaptive=True, accuracy=_SPEND_ACCURACY).epsilon_bound(delta)
 
 
 def _add_up(total: float, term: float) -> float:
@@ -297,8 +319,7 @@ class _EpsilonRule(_Rule):
             if quick <= self.epsilon:
                 return self._verdict(quick, state=history.last_id, sharp=False)
         merged = _merged(history.counts, item, count)
-        spent = compose(merged, adaptive=True, accuracy=_SPEND_ACCURACY).epsilon_bound(self.delta)
-        return self._verdict(spent, state=history.last_id)
+        return self._verdict(_spent_epsilon(tuple(merged), self.delta), state=history.last_id)
 
     def _verdict(self, spent: float, *, state: int, sharp: bool = True) -> _Verdict:
         if self.epsilon == math.inf:
