@@ -459,7 +459,8 @@ def test_null_cells_of_every_type_are_json_null() -> None:
     """A NULL date or time has an ``isoformat`` too: it was sent as the string "NaT"."""
     import pandas as pd
 
-    from sharpdp.service.queries import _cell
+    from sharpdp.data.release import json_cell
 
-    assert [_cell(v) for v in (pd.NaT, pd.NA, None, float("nan"))] == [None] * 4
-    assert _cell(pd.Timestamp("2021-06-01 12:30:15.123456")) == "2021-06-01T12:30:15.123456"
+    assert [json_cell(v) for v in (pd.NaT, pd.NA, None, float("nan"))] == [None] * 4
+    assert json_cell(pd.Timestamp("2021-06-01 12:30:15.123456")) == "2021-06-01T12:30:15.123456"
+    assert [json_cell(v) for v in (float("inf"), -float("inf"))] == ["inf", "-inf"]

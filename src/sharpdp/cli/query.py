@@ -438,13 +438,13 @@ def _run(
         else explanation.spent_after
     )
     if as_json:
+        from sharpdp.data.release import json_rows  # (loaded by the query already)
+
         console.print_json(
             json.dumps(
                 {
                     "query": explanation.query,
-                    "rows": json.loads(
-                        frame.to_json(orient="records", date_format="iso", date_unit="ns")
-                    ),
+                    "rows": json_rows(frame),
                     "level": level,
                     "cost": explanation.cost,
                     "spent": spent,

@@ -31,6 +31,8 @@ __all__ = [
     "Release",
     "SelectionRelease",
     "format_cell",
+    "json_cell",
+    "json_rows",
 ]
 
 #: The columns of ``to_pandas()`` that are bounds, and how each is printed: rounded outward
@@ -57,6 +59,42 @@ def format_cell(column: str, value: object, digits: int = 6) -> str:
     if isinstance(value, pd.Timestamp) and value.tzinfo is None and value == value.normalize():
         return value.date().isoformat()  # a date (engines return date columns as timestamps)
     return str(value)
+
+
+def json_cell(value: Any) -> Any:
+    """A cell of ``to_pandas()`` as JSON, at full precision, alike in ``sharpdp query --json`` and
+    the service: NULL, NaN and NaT → ``None``; ±inf → ``"inf"``/``"-inf"``; dates, times and
+    timestamps → their ISO text (microseconds, nanoseconds and a time zone when they have one).
+
+    Example:
+        >>> json_cell(pd.Timestamp("2013-01-01")), json_cell(float("inf")), json_cell(pd.NA)
+        ('2013-01-01T00:00:00', 'inf', None)
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        return ("inf" if value > 0 else "-inf") if math.isinf(value) else value
+    if value is pd.NaT or value is pd.NA:  # (a NULL date or time has an isoformat too: "NaT")
+        return None
+    isoformat = getattr(value, "isoformat", None)
+    if isoformat is not None:
+        return str(isoformat())
+    if isinstance(value, tuple | list):
+        return [json_cell(v) for v in value]
+    try:
+        if bool(pd.isna(value)):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def json_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of a ``to_pandas()`` frame as JSON objects (:func:`json_cell` per cell)."""
+    columns = {str(c): [json_cell(v) for v in frame[c].tolist()] for c in frame.columns}
+    return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
 
 
 def _level(level: object) -> float:

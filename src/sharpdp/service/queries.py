@@ -12,11 +12,10 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import pandas as pd
 from pydantic import Field
 
 import sharpdp as sdp
-from sharpdp.data.release import Release
+from sharpdp.data.release import Release, json_rows
 from sharpdp.service._body import Body
 
 __all__ = ["QUERIES", "QueryKind", "QueryRequest", "build", "explanation", "release_payload"]
@@ -216,35 +215,10 @@ def explanation(query: sdp.data.Query) -> dict[str, Any]:
     }
 
 
-def _cell(value: Any) -> Any:
-    """A JSON-safe cell at full precision (NaN/NULL → ``None``, ±inf → ``"inf"``/``"-inf"``)."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        return _finite(value)
-    if value is pd.NaT or value is pd.NA:  # a NULL date or time has an isoformat too ("NaT")
-        return None
-    if hasattr(value, "isoformat"):
-        return str(value.isoformat())
-    if isinstance(value, tuple | list):
-        return [_cell(v) for v in value]
-    try:
-        if bool(pd.isna(value)):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return str(value)
-
-
 def release_payload(release: Release, level: float) -> dict[str, Any]:
     """A release as JSON: its rows (with intervals at ``level``) and noise laws."""
     frame = release.to_pandas(level=level)
-    columns = {str(c): [_cell(v) for v in frame[c].tolist()] for c in frame.columns}
-    rows = [
-        dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)
-    ]
+    rows = json_rows(frame)
     return {
         "description": release.query,
         "keys": list(release.keys),
