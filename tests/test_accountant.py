@@ -931,6 +931,9 @@ def test_spends_priced_alike_across_accountants_keep_their_own_values() -> None:
     def exact(scale: float, delta: float) -> float:
         return 1.0 / scale + 2.0 * math.log1p(-delta)
 
+    from sharpdp.accounting import accountant
+
+    before = accountant._spent_epsilon_kept.cache_info().hits
     for scale in (1.0, 2.0, 1.0):  # the third repeats the first: it reads the kept value
         for delta in (1e-6, 1e-3, 1e-6):
             acc = Accountant(budget=sdp.ApproxDP(5.0, delta))
@@ -938,3 +941,4 @@ def test_spends_priced_alike_across_accountants_keep_their_own_values() -> None:
             assert acc.spent() >= exact(scale, delta) - 1e-12
             assert acc.spent() == pytest.approx(exact(scale, delta), rel=1e-3)
             assert acc.projected(sdp.Laplace(scale)) > acc.spent()  # a second one costs more
+    assert accountant._spent_epsilon_kept.cache_info().hits > before  # values were kept
