@@ -31,6 +31,7 @@ from reference import bs16_lemma35_epsilon, gaussian_epsilon, laplace_k_fold_eps
 from sharpdp.accounting.accountant import Accountant
 from sharpdp.accounting.composition import compose
 from sharpdp.accounting.ledger import Ledger
+from stable_ids import stable_id
 
 INF = math.inf
 
@@ -457,7 +458,7 @@ def test_long_history_of_one_kind_reads_valid_and_sharp() -> None:
         1.0,
         None,
     ],
-    ids=repr,
+    ids=stable_id,
 )
 def test_unsupported_budgets(budget: Any) -> None:
     with pytest.raises(sdp.InvalidParameter, match="budget"):

@@ -19,6 +19,7 @@ import pytest
 
 import sharpdp as sdp
 from sharpdp import conversions as conv
+from stable_ids import stable_id
 
 NAN = math.nan
 INF = math.inf
@@ -157,7 +158,7 @@ def test_vacuous_but_valid_values_are_accepted() -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [np.float64(0.5), np.float32(0.5), np.int64(1), Fraction(1, 2), 1], ids=repr
+    "value", [np.float64(0.5), np.float32(0.5), np.int64(1), Fraction(1, 2), 1], ids=stable_id
 )
 def test_numeric_types_are_accepted_and_normalised(value: object) -> None:
     g = sdp.PureDP(value)  # type: ignore[arg-type]
@@ -226,7 +227,7 @@ DELTA_EDGE = [0.0, 5e-324, 1e-300, 1e-8, 0.5, 1.0 - 2.0**-53, 1.0]
 ALPHA_EDGE = [1.0, 1.0 + 2.0**-52, 1.0 + 1e-8, 2.0, 1e8, 1e300, INF]
 
 
-@pytest.mark.parametrize("g", TABLE, ids=repr)
+@pytest.mark.parametrize("g", TABLE, ids=stable_id)
 def test_never_nan_and_in_range(g: sdp.Guarantee) -> None:
     for e in EPS_EDGE:
         d = g.delta(e)

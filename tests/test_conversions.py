@@ -41,6 +41,7 @@ from reference import (
 )
 from sharpdp import conversions as conv
 from sharpdp.mechanisms import additive
+from stable_ids import stable_id
 
 EXACT = 1e-9
 CERTIFIED_SLACK = 2e-7  # guarantee_to_zcdp_certified: within ≈1e-7 of the sup, then +1e-12
@@ -502,7 +503,7 @@ IDENTITY = [
 ]
 
 
-@pytest.mark.parametrize("g", IDENTITY, ids=repr)
+@pytest.mark.parametrize("g", IDENTITY, ids=stable_id)
 def test_identity_conversion(g: sdp.Guarantee) -> None:
     assert sdp.convert(g, type(g)) == g
 
@@ -514,7 +515,7 @@ def test_identity_conversion(g: sdp.Guarantee) -> None:
 APPROX_WITH_DELTA = [sdp.ApproxDP(1.0, 1e-6), sdp.ApproxZCDP(0.1, 1e-6)]
 
 
-@pytest.mark.parametrize("g", APPROX_WITH_DELTA, ids=repr)
+@pytest.mark.parametrize("g", APPROX_WITH_DELTA, ids=stable_id)
 @pytest.mark.parametrize(
     "target", [sdp.ZCDP, sdp.RDP, sdp.PureDP, sdp.GDP, sdp.BoundedRange], ids=lambda t: t.__name__
 )
@@ -525,7 +526,7 @@ def test_delta_positive_implies_no_renyi_type_guarantee(
         sdp.convert(g, target)
 
 
-@pytest.mark.parametrize("g", [sdp.Gaussian(1.0), sdp.ZCDP(0.1), sdp.GDP(0.5)], ids=repr)
+@pytest.mark.parametrize("g", [sdp.Gaussian(1.0), sdp.ZCDP(0.1), sdp.GDP(0.5)], ids=stable_id)
 def test_unbounded_max_divergence_implies_no_pure_dp(g: sdp.Guarantee) -> None:
     with pytest.raises(sdp.NotImplied):
         sdp.convert(g, sdp.PureDP)
@@ -672,7 +673,7 @@ def test_approx_dp_target_values() -> None:
         sdp.convert(sdp.Gaussian(1.0), sdp.ApproxDP, delta=0.0)
 
 
-@pytest.mark.parametrize("bad", [None, 3, "ZCDP", object()], ids=repr)
+@pytest.mark.parametrize("bad", [None, 3, "ZCDP", object()], ids=stable_id)
 def test_convert_rejects_non_guarantees(bad: object) -> None:
     with pytest.raises(sdp.InvalidParameter, match="source"):
         sdp.convert(bad, sdp.ZCDP)  # type: ignore[arg-type]

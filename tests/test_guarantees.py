@@ -40,6 +40,7 @@ from reference import (
     zcdp_cks20_delta,
     zcdp_cks20_epsilon,
 )
+from stable_ids import stable_id
 
 EXACT = 1e-9  # relative tolerance for values the library states as exact
 FLOAT_SLACK = 1e-14
@@ -593,7 +594,7 @@ def test_group_laplace(k: int) -> None:
 @pytest.mark.parametrize(
     "g",
     [sdp.PureDP(1.0), sdp.ZCDP(0.1), sdp.BoundedRange(1.0), sdp.GDP(1.0), sdp.Gaussian(1.0)],
-    ids=repr,
+    ids=stable_id,
 )
 def test_group_one_is_identity(g: sdp.Guarantee) -> None:
     assert g.group(1) == g
@@ -802,7 +803,7 @@ EXTREME_TABLE = [
 ]
 
 
-@pytest.mark.parametrize("g", EXTREME_TABLE, ids=repr)
+@pytest.mark.parametrize("g", EXTREME_TABLE, ids=stable_id)
 def test_extreme_parameters_are_finite_and_not_nan(g: sdp.Guarantee) -> None:
     for d in [1e-300, 1e-5, 0.5]:
         e = g.epsilon(d)

@@ -15,6 +15,7 @@ import sharpdp as sdp
 from sharpdp._explain import Explanation, Row
 from sharpdp._format import upper
 from sharpdp.data.release import QuantileRelease
+from stable_ids import stable_id
 
 
 class _Table(HTMLParser):
@@ -80,7 +81,7 @@ GUARANTEES = [
 ]
 
 
-@pytest.mark.parametrize("g", GUARANTEES, ids=repr)
+@pytest.mark.parametrize("g", GUARANTEES, ids=stable_id)
 def test_a_guarantee_shows_its_parameters_as_repr_does(g: sdp.Guarantee) -> None:
     t = parse(g._repr_html_())
     assert type(g).__name__ in t.caption

@@ -36,6 +36,7 @@ from sharpdp.accounting.accountant import Accountant
 from sharpdp.accounting.composition import compose
 from sharpdp.accounting.ledger import FORMAT_NAME, SCHEMA_VERSION, History, Ledger, Reading
 from sharpdp.guarantees import Guarantee
+from stable_ids import stable_id
 
 INF = math.inf
 
@@ -131,7 +132,7 @@ def test_every_library_type_has_an_example_and_is_registered() -> None:
         assert registry[name] is cls
 
 
-@pytest.mark.parametrize("item", EXAMPLES, ids=repr)
+@pytest.mark.parametrize("item", EXAMPLES, ids=stable_id)
 def test_round_trip_of_every_type(item: Guarantee) -> None:
     text = _serialize.dumps(item)
     back = _serialize.loads(text)

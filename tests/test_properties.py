@@ -25,6 +25,7 @@ from reference import (
     rr_delta,
 )
 from sharpdp import conversions as conv
+from stable_ids import stable_id
 
 REL = 1e-9  # relative slack for numerically optimised bounds (inverse consistency, monotonicity)
 FLOAT_SLACK = 1e-14
@@ -145,12 +146,12 @@ INVERSE_DELTA_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("g", "e"), INVERSE_EPS_CASES, ids=repr)
+@pytest.mark.parametrize(("g", "e"), INVERSE_EPS_CASES, ids=stable_id)
 def test_epsilon_of_delta_inverse_examples(g: sdp.Guarantee, e: float) -> None:
     assert g.epsilon(g.delta(e)) <= e * (1 + REL) + 1e-12
 
 
-@pytest.mark.parametrize(("g", "d"), INVERSE_DELTA_CASES, ids=repr)
+@pytest.mark.parametrize(("g", "d"), INVERSE_DELTA_CASES, ids=stable_id)
 def test_delta_of_epsilon_inverse_examples(g: sdp.Guarantee, d: float) -> None:
     e = g.epsilon(d)
     assert math.isfinite(e)

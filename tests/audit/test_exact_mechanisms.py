@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import sharpdp as sdp
 from sharpdp.audit import exact, exact_many, law_of, score_neighbours
 from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
+from stable_ids import stable_id
 
 BASES = [[0.0, 0.0], [0.0, 1.0, 3.0], [2.0, -1.0, 0.5, 0.0]]
 
@@ -102,7 +103,7 @@ def test_permute_and_flip_law_by_enumeration(scores: list[float], eps: float) ->
         sdp.ReportNoisyMax(1.0, noise="gumbel"),
         sdp.PermuteAndFlip(0.7, monotonic=True),
     ],
-    ids=repr,
+    ids=stable_id,
 )
 def test_selection_mechanisms_meet_their_claims(mechanism: object, base: list[float]) -> None:
     mono = bool(getattr(mechanism, "monotonic", False))
@@ -227,7 +228,7 @@ def test_randomized_response_inputs_are_validated() -> None:
         DiscreteGaussian(0.7, 2),
         DiscreteGaussian(30.0),
     ],
-    ids=repr,
+    ids=stable_id,
 )
 def test_discrete_mechanisms_meet_their_claims(m: object) -> None:
     sens = int(m.sensitivity)  # type: ignore[attr-defined]

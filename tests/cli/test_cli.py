@@ -183,6 +183,8 @@ def test_query_explain_writes_nothing_and_prices_against_the_recorded_budget(
         (["sum", "spent", "--bounds", "0,9", "--unit", "who", "--clamp", "foo"], "--clamp"),
         (["count-by", "shop", "--by", "spent", "--unit", "who", "--keys", "a"], "--by"),
         (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--keys", "1"], "--keys"),
+        (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--support", "x"], "--support"),
+        (["count", "--unit", "who", "--drop-null-units", "--support", "points"], "--support"),
         (["count", "--unit", "who", "--drop-null-units", "--privacy", "pure:inf"], "finite"),
         # the library's keyword arguments are named as this command's options
         (
@@ -264,3 +266,19 @@ def test_query_json_keeps_timestamps_to_the_microsecond(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)["rows"]
     assert [r["ts"][:26] for r in rows] == ["2021-06-01T12:30:15.123456"]
+
+
+def test_quantile_support_points_releases_the_tied_median(people_csv: Path) -> None:
+    """spent = i mod 7 over 300 persons: ranks [129, 172] sit at 3, so the median is the tie at 3
+    (qn = 150). At ε = 10 (c = 10 per rank) --support points releases 3 (every other point is ≥ 21
+    ranks away: P[other] ≤ 9·e^{−210}); Smith's cells release a midpoint, 2.5 or 3.5 (the
+    cells beside the tie are 21 and 22 ranks away, every other ≥ 64: P[other] ≤ 7·e^{−430})."""
+    base = ["query", str(people_csv), "quantile", "spent", "--bounds", "0,9", "--unit", "who"]
+    base += ["--drop-null-units", "--privacy", "pure:10", "--budget", "pure:10", "--json"]
+    runner = CliRunner()
+    points = runner.invoke(app, [*base, "--support", "points", "--seed", "1"])
+    assert points.exit_code == 0, points.output
+    assert json.loads(points.output)["rows"][0]["quantile"] == 3.0
+    cells = runner.invoke(app, [*base, "--seed", "1"])
+    assert cells.exit_code == 0, cells.output
+    assert json.loads(cells.output)["rows"][0]["quantile"] in (2.5, 3.5)

@@ -17,6 +17,7 @@ import pytest
 
 import sharpdp as sdp
 from sharpdp.data import _noise, _partition
+from stable_ids import stable_id
 
 mpmath.mp.dps = 50
 
@@ -57,7 +58,7 @@ NOISES = [
 ]
 
 
-@pytest.mark.parametrize("noise", NOISES, ids=repr)
+@pytest.mark.parametrize("noise", NOISES, ids=stable_id)
 @pytest.mark.parametrize("a", [1, 2, 5, 9])
 def test_upper_tail_is_tight_upper_bound(noise: sdp.Guarantee, a: int) -> None:
     exact = tail(noise, a)
@@ -69,7 +70,7 @@ def test_upper_tail_is_tight_upper_bound(noise: sdp.Guarantee, a: int) -> None:
     assert got <= exact * (1 + mpmath.mpf("1e-8"))
 
 
-@pytest.mark.parametrize("noise", NOISES, ids=repr)
+@pytest.mark.parametrize("noise", NOISES, ids=stable_id)
 @pytest.mark.parametrize(("max_rows", "copies"), [(1, 1), (2, 3), (1, 5)])
 @pytest.mark.parametrize("delta", [1e-2, 1e-6])
 def test_threshold_delta_counts_the_atom_at_tau(
@@ -101,7 +102,7 @@ def test_threshold_rule_releases_keys_exactly_at_tau() -> None:
     assert dict(zip(out["k"], out["count"], strict=True)) == {"a": 3, "b": 2}
 
 
-@pytest.mark.parametrize("noise", NOISES, ids=repr)
+@pytest.mark.parametrize("noise", NOISES, ids=stable_id)
 @pytest.mark.parametrize("level", [0.5, 0.9, 0.99])
 def test_half_width_is_least_exact(noise: sdp.Guarantee, level: float) -> None:
     w = _noise.half_width(noise, level)  # type: ignore[arg-type]
@@ -114,7 +115,7 @@ def test_half_width_is_least_exact(noise: sdp.Guarantee, level: float) -> None:
         assert cover(w - 1) < level * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("noise", NOISES, ids=repr)
+@pytest.mark.parametrize("noise", NOISES, ids=stable_id)
 def test_expected_abs(noise: sdp.Guarantee) -> None:
     n = _span(noise)
     total = mpmath.fsum(_pmf(noise, z) for z in range(-n, n + 1))

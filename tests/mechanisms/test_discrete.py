@@ -37,6 +37,7 @@ from sharpdp.conversions import convert
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.guarantees import RDP, ZCDP, PureDP
 from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
+from stable_ids import stable_id
 
 DPS = 40
 FALSE_FAILURE = 1e-6
@@ -536,7 +537,7 @@ BAD_SENSITIVITY = [1.5, -1, math.nan, math.inf, True, "1", None, 2**63, Fraction
 
 
 @pytest.mark.parametrize("cls", [DiscreteLaplace, DiscreteGaussian])
-@pytest.mark.parametrize("value", BAD_NOISE, ids=repr)
+@pytest.mark.parametrize("value", BAD_NOISE, ids=stable_id)
 def test_bad_noise_parameter(cls: type, value: object) -> None:
     name = "scale" if cls is DiscreteLaplace else "sigma"
     with pytest.raises(InvalidParameter, match=name):
@@ -544,7 +545,7 @@ def test_bad_noise_parameter(cls: type, value: object) -> None:
 
 
 @pytest.mark.parametrize("cls", [DiscreteLaplace, DiscreteGaussian])
-@pytest.mark.parametrize("value", BAD_SENSITIVITY, ids=repr)
+@pytest.mark.parametrize("value", BAD_SENSITIVITY, ids=stable_id)
 def test_bad_sensitivity(cls: type, value: object) -> None:
     with pytest.raises(InvalidParameter, match="sensitivity"):
         cls(1, value)
@@ -579,7 +580,7 @@ BAD_VALUES = [
 
 
 @pytest.mark.parametrize("cls", [DiscreteLaplace, DiscreteGaussian])
-@pytest.mark.parametrize("value", BAD_VALUES, ids=repr)
+@pytest.mark.parametrize("value", BAD_VALUES, ids=stable_id)
 def test_bad_release_value(cls: type, value: object) -> None:
     with pytest.raises(InvalidParameter, match="value"):
         cls(1).release(value, rng=0)

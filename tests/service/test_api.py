@@ -120,6 +120,14 @@ def test_query_explain_budget_release_round_trip(server: Server) -> None:
             "privacy": "pure:0.1",
         },
         {
+            "query": "quantile",
+            "column": "value",
+            "q": 0.5,
+            "bounds": [0, 100],
+            "privacy": "pure:0.1",
+            "support": "points",
+        },
+        {
             "query": "top_k",
             "column": "dept",
             "k": 2,
@@ -135,6 +143,7 @@ def test_every_query_kind_runs(server: Server, body: dict[str, Any]) -> None:
     full = {"dataset": "people", **body}
     priced = httpx.post(f"{server.url}/explain", json=full, headers=bearer(token))
     assert priced.status_code == 200, priced.text
+    assert ("support=points" in priced.json()["description"]) == ("support" in body)
     r = httpx.post(f"{server.url}/queries", json=full, headers=bearer(token))
     assert r.status_code == 200, r.text
     assert isinstance(r.json()["rows"], list)

@@ -48,6 +48,13 @@ class Kind(StrEnum):
     TOP_K = "top-k"
 
 
+class Support(StrEnum):
+    """What ``quantile --support`` draws."""
+
+    CELLS = "cells"
+    POINTS = "points"
+
+
 class Clamp(StrEnum):
     """What ``sum --clamp`` clamps to the bounds."""
 
@@ -170,7 +177,12 @@ def _build(session: Any, kind: Kind, column: str | None, options: dict[str, Any]
         )
     if kind is Kind.QUANTILE:
         return session.quantile(
-            column, options["q"], bounds=options["bounds"], privacy=privacy, **caps
+            column,
+            options["q"],
+            bounds=options["bounds"],
+            privacy=privacy,
+            support=options["support"].value,
+            **caps,
         )
     value_args = {
         "bounds": options["bounds"],
@@ -246,6 +258,13 @@ def query(
         str | None, typer.Option(help="clamping bounds L,U (sum, mean, quantile)")
     ] = None,
     q: Annotated[float, typer.Option("--q", help="the quantile, in [0, 1]")] = 0.5,
+    support: Annotated[
+        Support | None,
+        typer.Option(
+            help="quantile: draw grid 'cells' (Smith's mechanism) or grid 'points' (for tied "
+            "data: integers with few values)"
+        ),
+    ] = None,
     k: Annotated[int, typer.Option("--k", help="how many keys top-k releases")] = 10,
     max_groups: Annotated[int, typer.Option(help="keys kept per person")] = 1,
     max_rows: Annotated[int, typer.Option(help="rows kept per person and key")] = 1,
@@ -290,6 +309,8 @@ def query(
     )
     if clamp is Clamp.PERSON and kind is not Kind.SUM:
         raise typer.BadParameter("--clamp person applies to sum only")
+    if support is not None and kind is not Kind.QUANTILE:
+        raise typer.BadParameter("--support applies to quantile only")
     key_texts = _list(keys)
     options = {
         "privacy": parse_guarantee(privacy, "--privacy"),
@@ -301,6 +322,7 @@ def query(
         "max_groups": max_groups,
         "max_rows": max_rows,
         "clamp": clamp,
+        "support": support or Support.CELLS,
     }
     session_options = {
         "privacy_unit": unit or None,

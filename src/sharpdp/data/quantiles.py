@@ -20,7 +20,11 @@ most Δ = m·max(q, 1 − q) when a person with ≤ m rows there is added: one q
 coefficient c = η/(2Δ). A person reaches at most min(κ, #by-keys) groups, so that many runs are
 charged (the accountant composes them sharply; the per-run η is calibrated on that composition).
 
-**Released value**: the midpoint L + (t + ½)·(U − L)/cells of the sampled cell t. There is no
+With ``support="points"`` the same histogram feeds the exponential mechanism over the grid
+points (tie-aware; same sensitivity and η, see :mod:`sharpdp.mechanisms.quantile`).
+
+**Released value**: the midpoint L + (t + ½)·(U − L)/cells of the sampled cell t (with
+``support="points"``, the sampled grid point L + t·(U − L)/cells). There is no
 confidence interval for the *value*: the values near the q-quantile are the data's own order
 statistics, which are private, so any value interval computed from them would need a budget of
 its own. What *is* data-independent is the accuracy in *rank*, :class:`QuantileRelease`.
@@ -97,13 +101,12 @@ class QuantileQuery(Query):
         histograms: dict[tuple[Any, ...], tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
         rng: np.random.Generator,
     ) -> QuantileRelease:
-        """Sample one cell per group (in the order of the groups), release the midpoints."""
-        lower, upper = self.mechanism.bounds
-        cells = self.mechanism.cells
+        """Sample one outcome per group (in the order of the groups), release its value (a
+        cell's midpoint, or a grid point)."""
         rows = []
         for g, (positions, counts) in histograms.items():
             t = self.mechanism.select_cell(positions, counts, rng)
-            rows.append((*g, min(upper, lower + (t + 0.5) * (upper - lower) / cells)))
+            rows.append((*g, self.mechanism.value_of(t)))
         frame = pd.DataFrame(rows, columns=[*self.keys, "quantile"])
         return QuantileRelease(
             query=self.description,
@@ -111,7 +114,8 @@ class QuantileQuery(Query):
             frame=frame,
             noise={},
             coefficient=self.mechanism.coefficient,
-            cells=cells,
+            cells=self.mechanism.cells,
+            support=self.mechanism.support,
         )
 
     def _compute(self) -> dict[tuple[Any, ...], tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:

@@ -307,21 +307,38 @@ class QuantileRelease(Release):
     the data (one person's rows can move the empirical quantile anywhere between its neighbours).
     A user who needs one can release the quantiles at q ± w/n as further queries.
 
+    **Grid points** (``support="points"``): the released value is the sampled grid point t, whose
+    rows occupy the ranks [r_t⁻, r_t] (r_t⁻ rows below it, r_t at or below it), and with
+    probability ≥ ``level`` the distance from q·n to [r_t⁻, r_t] is ≤ w = ln((cells + 1)/(1 −
+    level))/c: no d* term, since some grid point's ranks always hold q·n (the same proof, over
+    the cells + 1 points, with max_s u_s = 0).
+
     Attributes:
         coefficient: c = ε/(2Δ) of each run.
         cells: the number of grid cells.
+        support: ``"cells"`` or ``"points"``, what the mechanism drew.
     """
 
     coefficient: float = 1.0
     cells: int = 1
+    support: str = "cells"
 
     def rank_error(self, level: float = 0.95) -> float:
-        """w = ln(cells/(1 − level))/c, rounded up (see the class docstring)."""
+        """w = ln(N/(1 − level))/c with N = cells (cells + 1 grid points with
+        ``support="points"``), rounded up (see the class docstring)."""
         lv = _level(level)
-        log_ratio = _math.up(math.log(self.cells) - math.log1p(-lv))
+        outcomes = self.cells + (self.support == "points")
+        log_ratio = _math.up(math.log(outcomes) - math.log1p(-lv))
         return _math.up(log_ratio / self.coefficient)
 
     def _law(self, level: float) -> str:
+        if self.support == "points":
+            return (
+                f"quantile: a grid point drawn by the exponential mechanism (c = "
+                f"{self.coefficient!r}, {self.cells + 1:,} points); rank_error w: with probability "
+                f"≥ {exact(level)}, q·n is within w (rounded up) of the ranks the released point's "
+                "rows occupy"
+            )
         return (
             f"quantile: midpoint of a grid cell drawn by the exponential mechanism (c = "
             f"{self.coefficient!r}, {self.cells:,} cells); rank_error w: with probability ≥ "

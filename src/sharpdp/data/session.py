@@ -896,6 +896,7 @@ class Session:
         keys: object = None,
         max_groups: int | None = None,
         cells: int | None = None,
+        support: str = "cells",
     ) -> QuantileQuery:
         """The private ``q``-quantile of ``column`` clamped to ``bounds`` (per public key with ``by``).
 
@@ -904,7 +905,10 @@ class Session:
         ``cells`` cells of width (U − L)/cells (default: step 1 when L and U are integers and the
         column is an integer column or U − L ≥ 2^8, up to 2^20 cells; else 1024 cells); values are
         rounded to the nearest grid point (NULL and NaN values skipped) and the released value is
-        the midpoint of the sampled cell.
+        the midpoint of the sampled cell. With ``support="points"`` the mechanism draws a grid point
+        instead, scored by the distance from q·n to the ranks its rows occupy, and releases it:
+        the choice for tied data (integers with few distinct values, a constant column), at the
+        same privacy cost.
 
         Privacy: the run is η-bounded-range with η the largest value whose ``copies`` runs meet
         ``privacy`` (``PureDP(ε)``: η = ε/copies; ``ZCDP(ρ)``: copies·ρ_BR(η) ≤ ρ with the tight
@@ -918,7 +922,8 @@ class Session:
         q·n, where d* is ≤ ½ when no two rows share a grid point but up to the largest number of
         rows sharing one. Smith's mechanism gives a tie no width, so on heavily tied data (a
         constant column, integers with few distinct values) the value may fall anywhere between
-        the tie's neighbours, whatever ε. There is no value interval, as explained there.
+        the tie's neighbours, whatever ε; ``support="points"`` has no d* term (some grid point's
+        rank range always holds q·n). There is no value interval, as explained there.
 
         Args:
             column: a numeric column.
@@ -930,15 +935,22 @@ class Session:
             keys: the public by-keys (required with ``by``).
             max_groups: κ, by-keys per person kept (default: the session's).
             cells: the number of grid cells (see above), 1 ≤ cells ≤ 2^40.
+            support: ``"cells"`` (Smith's mechanism, the default) or ``"points"`` (grid points;
+                for tied data).
 
         Returns:
             The :class:`~sharpdp.data.quantiles.QuantileQuery`.
 
         Raises:
-            InvalidParameter: q outside [0, 1], bad bounds or cells, a non-numeric or unknown
-                column, ``by`` without public ``keys``, or a bad target.
+            InvalidParameter: q outside [0, 1], bad bounds or cells, a bad ``support``, a
+                non-numeric or unknown column, ``by`` without public ``keys``, or a bad target.
         """
         target = self._target(privacy)
+        if support not in sdp.mechanisms.quantile.SUPPORTS:
+            raise InvalidParameter(
+                f"support must be 'cells' (Smith's intervals) or 'points' (grid points, for "
+                f"tied data), got {support!r}"
+            )
         qq = _validate.real("q", q)
         if not 0.0 <= qq <= 1.0:
             raise InvalidParameter(f"q must be in [0, 1], got {qq!r}")
@@ -973,11 +985,13 @@ class Session:
         )
         copies = 1 if public is None else min(kappa, len(public))
         eta, route = _calibrate.br_epsilon(target, copies)
-        mech = sdp.Quantile(eta, qq, (lo, hi), cells=n_cells, max_rows=m)
+        mech = sdp.Quantile(eta, qq, (lo, hi), cells=n_cells, max_rows=m, support=support)
         sens = mech.sensitivity
+        points = support == "points"
         return QuantileQuery(
             description=f"quantile({column!r}, q={qq:g}, bounds={(lo, hi)}, "
-            f"by={list(cols) or None}) with privacy {target!r}",
+            f"by={list(cols) or None}{', support=points' if points else ''}) "
+            f"with privacy {target!r}",
             bounding=Bounding(m, kappa if cols else None, self._salt(), (lo, hi)),
             statistics=(
                 Statistic(
@@ -985,16 +999,27 @@ class Session:
                     mech,
                     copies,
                     sens,
-                    f"Smith 2011 interval exponential mechanism, η-BR (Durfee–Rogers 2019); {route}",
+                    (
+                        "exponential mechanism over grid points, η-BR (McSherry–Talwar 2007; "
+                        if points
+                        else "Smith 2011 interval exponential mechanism, η-BR ("
+                    )
+                    + f"Durfee–Rogers 2019); {route}",
                     selection=True,
-                    detail=f"rank score −|r − qn|, sensitivity Δ = m·max(q, 1 − q) = {sens:g}, "
-                    f"c = η/(2Δ) = {mech.coefficient!r}; {n_cells} grid cells of "
-                    f"{mech.grid:g}",
+                    detail=(
+                        "rank score −dist(qn, [#{x < t}, #{x ≤ t}]) over "
+                        f"{n_cells + 1} grid points"
+                        if points
+                        else f"rank score −|r − qn| over {n_cells} grid cells"
+                    )
+                    + f" of {mech.grid:g}, sensitivity Δ = m·max(q, 1 − q) = {sens:g}, "
+                    f"c = η/(2Δ) = {mech.coefficient!r}",
                 ),
             ),
             notes=(
-                "released: the midpoint of the sampled grid cell; accuracy in rank "
-                "(rank_error in to_pandas), no value interval (QuantileRelease says why)",
+                f"released: {'the sampled grid point' if points else 'the midpoint of the sampled grid cell'}"
+                "; accuracy in rank (rank_error in to_pandas), no value interval "
+                "(QuantileRelease says why)",
             ),
             column=column,
             keys=cols,

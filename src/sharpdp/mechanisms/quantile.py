@@ -49,6 +49,28 @@ cell. P[cell t] = (n_j e^{c u_j}/Σ_s n_s e^{c u_s})·(1/n_j) = e^{c u_t}/Σ_s n
 claimed law. The offsets c·(u_j − max u) enter the race exactly (rationals; qn is the exact
 product of the float q and n) with a certified float approximation, so no rounding touches the
 released cell.
+
+**Tied data: the grid points** (``support="points"``). Smith's mechanism gives a tie no width: on a
+constant column every cell but the two around the value scores alike, and the value's own rank
+range is no cell's, so the release falls anywhere in [L, U] whatever ε. With ``support="points"``
+the candidates are the ``cells + 1`` grid points themselves, with the score
+
+    u_t = −dist(qn, [L_t, R_t]) = −max(0, L_t − qn, qn − R_t),
+    L_t = #{i : x_i < t},   R_t = #{i : x_i ≤ t},
+
+the distance from the target rank to the ranks the point t occupies (t is a q-quantile of the
+data exactly when u_t = 0). Between data points L_t = R_t and the score is Smith's; a point that
+holds data gets the whole rank range of its ties. The point intervals tile [0, n] (R_t = L_{t+1},
+L_0 = 0, R_cells = n), so max_t u_t = 0 on every data set: no tie term in the accuracy.
+*Sensitivity:* adding one row x moves qn by q and, if x < t, both ends of [L_t, R_t] by 1 (the
+distance moves by ≤ 1 − q); if x > t, neither end (≤ q); if x = t, R_t by 1 (≤ max(q, 1 − q):
+the interval only grows to the right). So a person with ≤ m rows moves each u_t by ≤
+Δ = m·max(q, 1 − q), as above, and the same proof gives ε-bounded range with c = ε/(2Δ); the
+range 2Δ is reached (m rows added on one side of two points whose rank ranges lie on either side
+of qn), so ε is tight here too. The same race samples it: the groups are the runs of empty
+points between data points (multiplicity the run's length, score −|L − qn|) and each data point
+alone. It is the exponential mechanism over the finite output set of grid points
+[McSherry–Talwar 2007], with the score derived above.
 """
 
 from __future__ import annotations
@@ -79,6 +101,8 @@ IntArray = npt.NDArray[np.int64]
 MAX_CELLS = 2**53
 #: Largest grid for which :meth:`Quantile.probabilities` materialises the per-cell law.
 CELL_LAW_LIMIT = 2**26
+#: What the mechanism draws: Smith's grid cells, or the grid points (tie-aware).
+SUPPORTS = ("cells", "points")
 
 
 def _int_array(name: str, values: object, *, minimum: int) -> IntArray:
@@ -101,14 +125,22 @@ def _int_array(name: str, values: object, *, minimum: int) -> IntArray:
     return out
 
 
+def _exact_score(lo: int, hi: int, qn: Fraction) -> Fraction:
+    """−dist(qn, [lo, hi]) exactly: the score of an outcome whose rank range is [lo, hi]."""
+    return -max(Fraction(0), lo - qn, qn - hi)
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class Quantile(Mechanism):
     """The q-quantile by Smith's interval exponential mechanism on a grid (see the module docstring).
 
     Neighbouring relation: add/remove one person who contributes at most ``max_rows`` rows.
-    Output law: the grid cell [L + tγ, L + (t + 1)γ) with probability ∝ exp(−c·|r_t − qn|), where
-    r_t is the number of data points at grid positions ≤ t, c = ε/(2Δ), Δ = m·max(q, 1 − q).
-    Guarantee: ε-bounded range (exactly; tight), hence ε-DP and ≤ ε²/8-zCDP.
+    Output law (``support="cells"``): the grid cell [L + tγ, L + (t + 1)γ) with probability
+    ∝ exp(−c·|r_t − qn|), where r_t is the number of data points at grid positions ≤ t,
+    c = ε/(2Δ), Δ = m·max(q, 1 − q). With ``support="points"``: the grid point L + tγ,
+    t = 0, …, cells, with probability ∝ exp(−c·dist(qn, [#{x < t}, #{x ≤ t}])), which handles
+    ties (see the module docstring). Guarantee, either way: ε-bounded range, hence ε-DP and
+    ≤ ε²/8-zCDP.
 
     Args:
         epsilon: ε ≥ 0 (stored as ``epsilon_``).
@@ -117,6 +149,8 @@ class Quantile(Mechanism):
         cells: number of grid cells (the grid has ``cells + 1`` points L + t·(U − L)/cells);
             1 ≤ cells ≤ 2**53. Finer grids approach the continuous mechanism.
         max_rows: m ≥ 1, the most rows one person contributes.
+        support: ``"cells"`` (Smith's mechanism: a cell, released as its midpoint) or
+            ``"points"`` (a grid point, released as is; a tie's value can be drawn).
 
     Examples:
         >>> import sharpdp as sdp
@@ -134,6 +168,7 @@ class Quantile(Mechanism):
     bounds: tuple[float, float]
     cells: int
     max_rows: int
+    support: str
     notion: ClassVar[str] = "quantile (interval exponential mechanism)"
 
     def __init__(
@@ -143,6 +178,7 @@ class Quantile(Mechanism):
         bounds: tuple[float, float],
         cells: int = 2**20,
         max_rows: int = 1,
+        support: str = "cells",
     ) -> None:
         eps = _validate.nonnegative("epsilon", epsilon)
         qq = _validate.real("q", q)
@@ -166,11 +202,17 @@ class Quantile(Mechanism):
         object.__setattr__(self, "bounds", (lower, upper))
         object.__setattr__(self, "cells", n_cells)
         object.__setattr__(self, "max_rows", _validate.integer("max_rows", max_rows, minimum=1))
+        if support not in SUPPORTS:
+            raise InvalidParameter(
+                f"support must be 'cells' (Smith's intervals) or 'points' (grid points, for "
+                f"tied data), got {support!r}"
+            )
+        object.__setattr__(self, "support", support)
 
     def __repr__(self) -> str:
         return (
             f"Quantile(epsilon={self.epsilon_!r}, q={self.q!r}, bounds={self.bounds!r}, "
-            f"cells={self.cells!r}, max_rows={self.max_rows!r})"
+            f"cells={self.cells!r}, max_rows={self.max_rows!r}, support={self.support!r})"
         )
 
     # -- parameters --------------------------------------------------------------------------------
@@ -197,8 +239,13 @@ class Quantile(Mechanism):
         """γ = (U − L)/cells, the width of a cell."""
         return (self.bounds[1] - self.bounds[0]) / self.cells
 
+    @property
+    def outcomes(self) -> int:
+        """The number of possible outputs: ``cells`` cells, or ``cells + 1`` grid points."""
+        return self.cells + (self.support == "points")
+
     def characterisation(self) -> BoundedRange:
-        """ε-bounded range (tight), see the module docstring."""
+        """ε-bounded range (tight for cells), see the module docstring."""
         return BoundedRange(self.epsilon_)
 
     # -- data --------------------------------------------------------------------------------------
@@ -237,46 +284,73 @@ class Quantile(Mechanism):
 
     def _candidates(
         self, pos: IntArray, cnt: IntArray
-    ) -> tuple[IntArray, IntArray, IntArray, Fraction]:
-        """Gaps with at least one cell: (start cell, cells n_j, rank r_j, qn exactly)."""
-        edges = np.concatenate(([0], pos, [self.cells])).astype(np.int64)
-        lengths = np.diff(edges)
-        ranks = np.concatenate(([0], np.cumsum(cnt, dtype=np.int64)))
+    ) -> tuple[IntArray, IntArray, IntArray, IntArray, Fraction]:
+        """The candidate groups, in grid order: (first cell or point, size n_j, L_j, R_j, qn).
+
+        Every member of group j has the score −dist(qn, [L_j, R_j]). Cells: the gaps with at
+        least one cell, L_j = R_j = #{x ≤ first cell}. Points: the runs of empty points
+        (L_j = R_j = #{x < run}) and each data point alone (L_j = #{x < t}, R_j = #{x ≤ t}).
+        """
+        below = np.concatenate(([0], np.cumsum(cnt, dtype=np.int64)))  # rows before each datum
+        qn = Fraction(self.q) * int(below[-1])
+        if self.support == "cells":
+            edges = np.concatenate(([0], pos, [self.cells])).astype(np.int64)
+            lengths = np.diff(edges)
+            live = np.flatnonzero(lengths > 0)
+            return edges[live], lengths[live], below[live], below[live], qn
+        k = pos.size
+        run_starts = np.concatenate(([0], pos + 1)).astype(np.int64)
+        run_ends = np.concatenate((pos, [self.cells + 1])).astype(np.int64)  # exclusive
+        starts = np.empty(2 * k + 1, dtype=np.int64)
+        lengths = np.empty(2 * k + 1, dtype=np.int64)
+        lo = np.empty(2 * k + 1, dtype=np.int64)
+        hi = np.empty(2 * k + 1, dtype=np.int64)
+        starts[0::2], lengths[0::2] = run_starts, run_ends - run_starts
+        lo[0::2] = hi[0::2] = below
+        starts[1::2], lengths[1::2] = pos, 1
+        lo[1::2], hi[1::2] = below[:-1], below[1:]
         live = np.flatnonzero(lengths > 0)
-        qn = Fraction(self.q) * int(ranks[-1])
-        return edges[live], lengths[live], ranks[live], qn
+        return starts[live], lengths[live], lo[live], hi[live], qn
 
     @staticmethod
-    def _scores(ranks: IntArray, qn: Fraction) -> tuple[FloatArray, Fraction]:
-        """Float u_j = −|r_j − qn| (see :meth:`_offsets`) and the exact max u* (ranks sorted)."""
+    def _scores(lo: IntArray, hi: IntArray, qn: Fraction) -> tuple[FloatArray, Fraction]:
+        """Float u_j = −dist(qn, [L_j, R_j]) (see :meth:`_offsets`) and the exact max u*.
+
+        u is unimodal in j (L and R non-decreasing): with i the first group with R_i ≥ qn, the
+        groups before it have u_j = R_j − qn (non-decreasing in j) and those from it on
+        u_j = −max(0, L_j − qn) (non-increasing), so u* is u_{i−1} or u_i.
+        """
         k_int = math.floor(qn)
-        d = (ranks - k_int).astype(np.float64)  # exact: |r − K| ≤ n < 2⁵³
-        u = -np.abs(d - float(qn - k_int))
-        # u is unimodal in j (ranks are sorted): the closest rank to qn is the largest ≤ K or the
-        # smallest > K, since qn ∈ [K, K + 1) and ranks are integers.
-        split = int(np.searchsorted(ranks, k_int, side="right"))
-        near = {min(max(i, 0), ranks.size - 1) for i in (split - 1, split)}
-        u_star = max(-abs(Fraction(int(ranks[i])) - qn) for i in near)
+        f = float(qn - k_int)
+        above = (lo - k_int).astype(np.float64) - f  # exact integers below 2⁵³, then one rounding
+        short = f - (hi - k_int).astype(np.float64)
+        u = -np.maximum(np.maximum(above, short), 0.0)
+        i = int(np.searchsorted(hi, math.ceil(qn), side="left"))
+        near = {min(max(j, 0), hi.size - 1) for j in (i - 1, i)}
+        u_star = max(_exact_score(int(lo[j]), int(hi[j]), qn) for j in near)
         return np.asarray(u, dtype=np.float64), u_star
 
-    def _offsets(self, ranks: IntArray, lengths: IntArray, qn: Fraction) -> _race.Offsets:
+    def _offsets(
+        self, lo: IntArray, hi: IntArray, lengths: IntArray, qn: Fraction
+    ) -> _race.Offsets:
         """Exact offsets a_j = c·(u_j − u*) with a certified float approximation.
 
-        Float values: with qn = K + f (K = ⌊qn⌋, 0 ≤ f < 1), u_j = −|(r_j − K) − f| where r_j − K
-        is an exact integer below 2⁵³ and f̂ = fl(f) errs by ≤ 2⁻⁵⁴; fl(d − f̂), fl(u*), the
-        difference and the product with ĉ = fl(c) add relative roundings of 2⁻⁵³ each. So
+        Float values: with qn = K + f (K = ⌊qn⌋, 0 ≤ f < 1), u_j = −max(0, (L_j − K) − f,
+        f − (R_j − K)) where L_j − K and R_j − K are exact integers below 2⁵³ and f̂ = fl(f)
+        errs by ≤ 2⁻⁵⁴; each difference adds a relative rounding of 2⁻⁵³ (the maximum is exact),
+        and fl(u*), the difference and the product with ĉ = fl(c) add 2⁻⁵³ each. So
         |â_j − a_j| ≤ c·(2⁻⁵² + 2⁻⁵¹·(|u_j| + |u*|))·(1 + 2⁻⁵⁰) + 2⁻⁵²|a_j|; the last term is
         inside the race's τ model, and the rest, with |u| ≤ n, is ``slack`` (rounded up twofold).
         """
         c = self._coefficient_exact()
-        u, u_star = self._scores(ranks, qn)
+        u, u_star = self._scores(lo, hi, qn)
         c_float = float(c)
         approx = c_float * (u - float(u_star))
-        n = float(ranks[-1]) if ranks.size else 0.0
+        n = float(hi[-1]) if hi.size else 0.0
         slack = 2.0 * c_float * (2.0**-52 + 2.0**-51 * 2.0 * (n + 1.0)) * (1.0 + 2.0**-40)
 
         def exact(i: int) -> Fraction:
-            return c * (-abs(Fraction(int(ranks[i])) - qn) - u_star)
+            return c * (_exact_score(int(lo[i]), int(hi[i]), qn) - u_star)
 
         return _race.Offsets(
             np.asarray(approx, dtype=np.float64), None, exact, slack, lengths.astype(np.int64)
@@ -287,15 +361,17 @@ class Quantile(Mechanism):
     def interval_law(
         self, positions: Sequence[int] | IntArray, counts: Sequence[int] | IntArray
     ) -> tuple[IntArray, IntArray, FloatArray]:
-        """The exact law over intervals: (first cell, number of cells, probability) per interval.
+        """The exact law over runs of outcomes: (first outcome, outcomes in the run, probability).
 
-        Intervals of zero width (equal data values) are omitted. Probabilities are evaluated in
-        float64 in log space (n_j·e^{c(u_j − max u)}, normalised).
+        Cells: one run per interval between consecutive data values (intervals of zero width,
+        equal values, are omitted). Points: the runs of empty grid points and each data point
+        alone. Every outcome of a run is equally likely. Probabilities are evaluated in float64
+        in log space (n_j·e^{c(u_j − max u)}, normalised).
         """
         pos, cnt = self._validated(positions, counts)
-        starts, lengths, ranks, qn = self._candidates(pos, cnt)
+        starts, lengths, lo, hi, qn = self._candidates(pos, cnt)
         c = float(self._coefficient_exact())
-        u, _ = self._scores(ranks, qn)
+        u, _ = self._scores(lo, hi, qn)
         logits = np.log(lengths.astype(np.float64)) + c * (u - u.max())
         w = np.exp(logits - logits.max())
         return starts, lengths, np.asarray(w / w.sum(), dtype=np.float64)
@@ -303,7 +379,8 @@ class Quantile(Mechanism):
     def probabilities(
         self, positions: Sequence[int] | IntArray, counts: Sequence[int] | IntArray
     ) -> FloatArray:
-        """The exact law of :meth:`select_cell`: a probability per cell t = 0, …, cells − 1."""
+        """The exact law of :meth:`select_cell`: a probability per outcome t = 0, …,
+        ``outcomes`` − 1 (cells, or grid points)."""
         if self.cells > CELL_LAW_LIMIT:
             raise InvalidParameter(
                 f"the per-cell law is materialised for at most {CELL_LAW_LIMIT} cells, "
@@ -338,7 +415,8 @@ class Quantile(Mechanism):
         *,
         size: int | None = None,
     ) -> int | IntArray:
-        """Sample the released cell t ∈ {0, …, cells − 1} exactly (law: :meth:`probabilities`).
+        """Sample the released outcome exactly (law: :meth:`probabilities`): the cell
+        t ∈ {0, …, cells − 1}, or with ``support="points"`` the grid point t ∈ {0, …, cells}.
 
         Args:
             positions: distinct grid positions of the data, strictly increasing, in [0, cells].
@@ -349,8 +427,8 @@ class Quantile(Mechanism):
         pos, cnt = self._validated(positions, counts)
         m = None if size is None else _validate.integer("size", size, minimum=0)
         gen = as_generator(rng)
-        starts, lengths, ranks, qn = self._candidates(pos, cnt)
-        off = self._offsets(ranks, lengths, qn)
+        starts, lengths, lo, hi, qn = self._candidates(pos, cnt)
+        off = self._offsets(lo, hi, lengths, qn)
         chosen = _race.race(off, 1, "gumbel", gen, m)[..., 0]
         if m is None:
             j = int(chosen)
@@ -385,17 +463,27 @@ class Quantile(Mechanism):
         *,
         size: int | None = None,
     ) -> float | FloatArray:
-        """The released quantile: the midpoint L + (t + ½)γ of the cell from :meth:`select_cell`.
+        """The released quantile: the midpoint L + (t + ½)γ of the cell from :meth:`select_cell`,
+        or with ``support="points"`` the grid point L + tγ.
 
-        A deterministic function of the exactly sampled cell (post-processing), so the float
+        A deterministic function of the exactly sampled outcome (post-processing), so the float
         arithmetic here has no privacy effect.
         """
-        lower, upper = self.bounds
         if size is None:
-            t = self.select_cell(positions, counts, rng)
-            return min(upper, lower + (t + 0.5) * (upper - lower) / self.cells)
-        ts = self.select_cell(positions, counts, rng, size=size)
-        vals = lower + (ts + 0.5) * ((upper - lower) / self.cells)
+            return float(self.value_of(self.select_cell(positions, counts, rng)))
+        return self.value_of(self.select_cell(positions, counts, rng, size=size))
+
+    @overload
+    def value_of(self, t: int) -> float: ...
+    @overload
+    def value_of(self, t: IntArray) -> FloatArray: ...
+    def value_of(self, t: int | IntArray) -> float | FloatArray:
+        """The value released for outcome ``t``: a cell's midpoint, or a grid point (in [L, U])."""
+        lower, upper = self.bounds
+        shift = 0.5 if self.support == "cells" else 0.0
+        if isinstance(t, int | np.integer):
+            return min(upper, lower + (int(t) + shift) * (upper - lower) / self.cells)
+        vals = lower + (np.asarray(t) + shift) * ((upper - lower) / self.cells)
         return np.asarray(np.minimum(vals, upper), dtype=np.float64)
 
 

@@ -93,6 +93,7 @@ class QuantileBody(_ValueBody):
     query: Literal["quantile"]
     q: float
     cells: int | None = Field(None, ge=1)
+    support: Literal["cells", "points"] = "cells"
 
 
 class TopKBody(_Body):
