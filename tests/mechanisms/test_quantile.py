@@ -14,6 +14,8 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import sharpdp as sdp
 from sharpdp.mechanisms import Quantile
@@ -304,3 +306,23 @@ def test_fine_grid_points_sample_without_error() -> None:
 def test_bad_support_is_named() -> None:
     with pytest.raises(sdp.InvalidParameter, match="support"):
         Quantile(1.0, 0.5, bounds=(0.0, 1.0), support="intervals")
+
+
+@given(
+    cells=st.integers(1, 9),
+    raw=st.lists(st.integers(0, 9), max_size=12),
+    q=st.floats(0.0, 1.0),
+    eps=st.floats(0.01, 5.0),
+    m=st.integers(1, 3),
+    support=st.sampled_from(["cells", "points"]),
+)
+def test_any_small_data_set_has_the_enumerated_law(
+    cells: int, raw: list[int], q: float, eps: float, m: int, support: str
+) -> None:
+    data = [min(x, cells) for x in raw]
+    mech = Quantile(eps, q, bounds=(0.0, float(cells)), cells=cells, max_rows=m, support=support)
+    brute = brute_point_law if support == "points" else brute_law
+    expected = [float(x) for x in brute(data, cells, q, eps, m)]
+    np.testing.assert_allclose(mech.probabilities(*as_input(data)), expected, rtol=1e-11, atol=0)
+    t = mech.select_cell(*as_input(data), rng=0)
+    assert expected[t] > 0

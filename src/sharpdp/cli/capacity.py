@@ -238,7 +238,8 @@ def _classical(
     )
     textbook = _Count(
         at_least_basic(textbook_count(reading, 0.0, approx)),
-        "basic (Dwork–Roth Thm 3.16), advanced (DRV10) or ε²/2-zCDP (BS16) composition",
+        "basic (Dwork–Roth Thm 3.16; Σε ≤ ε exactly, in the floats given), advanced (DRV10) "
+        "or ε²/2-zCDP (BS16) composition",
     )
     return optimal, textbook
 
