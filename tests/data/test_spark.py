@@ -22,9 +22,6 @@ from sharpdp.data import _bounding, _engine
 
 # py4j (PySpark's bridge to the JVM) leaves sockets for the garbage collector; not ours to fix.
 pytestmark = [
-    # one JVM for the whole file: a parallel run (``-n auto --dist loadgroup``) keeps these tests
-    # on one worker instead of starting Spark (~35 s here) in each
-    pytest.mark.xdist_group("spark"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
