@@ -16,9 +16,10 @@ classical analysis goes by sensitivity (McSherry–Talwar 2007: 2ε0 = 0.05-DP);
 It prints that table (every count is the largest k whose ε at δ = 10⁻⁶, as certified by that
 analysis, is at most 1: basic composition's (k·0.05, 0)-DP is read at δ = 10⁻⁶ through the
 ε-DP privacy profile, so 20 fit although 20 × fl(0.05) exceeds 1 by 6e-17; ``sharpdp capacity``'s
-*textbook* row asks Σε ≤ 1 exactly, in the floats given, and counts 19), the gain of the optimal analysis over the classical one (359/26 = 13.8×;
-359/92 = 3.9× over the range reading), and saves the figure of ε against k under every analysis
-(``sdp.plots.capacity``) to ``examples/capacity.png``, or to the path given as first argument.
+*textbook* row asks Σε ≤ 1 exactly, in the floats given, and counts 19), the gain of the optimal
+analysis over the classical one (359/26 = 13.8×; 359/92 = 3.9× over the range reading), and saves
+the figure of ε against k under every analysis (``sdp.plots.capacity``) to
+``examples/capacity.png``, or to the path given as first argument.
 
 Run: ``python examples/capacity.py [OUTPUT.png]`` (about 5 s).
 """

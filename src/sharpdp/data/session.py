@@ -59,6 +59,7 @@ from sharpdp.data.workloads import (
 )
 from sharpdp.errors import InvalidParameter
 from sharpdp.mechanisms._samplers import RNGLike
+from sharpdp.mechanisms.quantile import checked_support
 
 __all__ = ["Session"]
 
@@ -946,11 +947,7 @@ class Session:
                 non-numeric or unknown column, ``by`` without public ``keys``, or a bad target.
         """
         target = self._target(privacy)
-        if support not in sdp.mechanisms.quantile.SUPPORTS:
-            raise InvalidParameter(
-                f"support must be 'cells' (Smith's intervals) or 'points' (grid points, for "
-                f"tied data), got {support!r}"
-            )
+        support = checked_support(support)
         qq = _validate.real("q", q)
         if not 0.0 <= qq <= 1.0:
             raise InvalidParameter(f"q must be in [0, 1], got {qq!r}")

@@ -125,6 +125,16 @@ def _int_array(name: str, values: object, *, minimum: int) -> IntArray:
     return out
 
 
+def checked_support(support: object) -> str:
+    """``support`` if it is one of :data:`SUPPORTS`, else a clear refusal."""
+    if support not in SUPPORTS:
+        raise InvalidParameter(
+            f"support must be 'cells' (Smith's intervals) or 'points' (grid points, for tied "
+            f"data), got {support!r}"
+        )
+    return str(support)
+
+
 def _exact_score(lo: int, hi: int, qn: Fraction) -> Fraction:
     """−dist(qn, [lo, hi]) exactly: the score of an outcome whose rank range is [lo, hi]."""
     return -max(Fraction(0), lo - qn, qn - hi)
@@ -202,12 +212,7 @@ class Quantile(Mechanism):
         object.__setattr__(self, "bounds", (lower, upper))
         object.__setattr__(self, "cells", n_cells)
         object.__setattr__(self, "max_rows", _validate.integer("max_rows", max_rows, minimum=1))
-        if support not in SUPPORTS:
-            raise InvalidParameter(
-                f"support must be 'cells' (Smith's intervals) or 'points' (grid points, for "
-                f"tied data), got {support!r}"
-            )
-        object.__setattr__(self, "support", support)
+        object.__setattr__(self, "support", checked_support(support))
 
     def __repr__(self) -> str:
         return (
