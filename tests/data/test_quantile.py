@@ -78,6 +78,12 @@ def _optimal_cells(
     return {int(t) for t in np.flatnonzero(dist <= dist.min() + 1e-9)}
 
 
+def _released(q: Any, histograms: Any, n: int, seed: int) -> list[float]:
+    """``n`` seeded runs of the release step alone, on histograms fetched once."""
+    rng = np.random.default_rng(seed)
+    return [float(q._sample(histograms, rng).frame["quantile"].iloc[0]) for _ in range(n)]
+
+
 def _chisquare_pvalue(seen: Counter[int], expected: np.ndarray[Any, Any]) -> float:
     """Pearson's p-value of the outcome counts ``seen`` (outcome i) against ``expected``, the
     outcomes expected fewer than 5 times pooled into one bin (dropped if it expects none); at
@@ -153,11 +159,9 @@ def test_small_epsilon_quantile_follows_interval_law(small: pd.DataFrame, refere
     assert math.isclose(q.mechanism.sensitivity, 2.1)
     starts, _, probs = q.mechanism.interval_law(*truth[()])
     n = 2000
-    rng = np.random.default_rng(2024)
     step = (hi - lo) / cells
     seen: Counter[int] = Counter()
-    for _ in range(n):
-        value = float(q._sample(engine, rng).frame["quantile"].iloc[0])
+    for value in _released(q, engine, n, seed=2024):
         t = round((value - lo) / step - 0.5)
         seen[int(np.searchsorted(starts, t, side="right")) - 1] += 1
     assert n * probs[n * probs < 5].sum() >= 5  # the pooled bin is a real bin here
@@ -264,11 +268,9 @@ def test_points_follow_their_law_on_the_engine(small: pd.DataFrame, reference: t
     np.testing.assert_array_equal(engine[()][1], truth[()][1])
     law = _point_law(*truth[()], 0.4, 0.5 / (2 * 2 * 0.6), cells)
     n = 2000
-    rng = np.random.default_rng(77)
     step = (hi - lo) / cells
     seen: Counter[int] = Counter()
-    for _ in range(n):
-        value = float(q._sample(engine, rng).frame["quantile"].iloc[0])
+    for value in _released(q, engine, n, seed=77):
         t = round((value - lo) / step)
         assert value == lo + t * step
         seen[t] += 1
