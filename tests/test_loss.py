@@ -943,3 +943,27 @@ def test_discrete_laplace_cf_by_doubling_is_within_its_bound(scale: float, d: in
     direct = pld.pairs.FinitePair.tilted_cf(pair, a, om)
     assert direct is not None
     assert np.all(err <= 50.0 * direct[1] + 1e-15)
+
+
+@settings(max_examples=30)
+@given(
+    log_scale=st.floats(-3.0, 9.0),
+    d=st.integers(64, 300),
+    a=st.floats(1e-4, 60.0),
+    omega=st.one_of(st.floats(0.0, 1e5), st.integers(1, 5).map(float)),
+    at_resonance=st.booleans(),
+)
+def test_discrete_laplace_cf_bound_holds_anywhere(
+    log_scale: float, d: int, a: float, omega: float, at_resonance: bool
+) -> None:
+    """The doubling bound against the 40-digit atom sum at random pairs, tilts and nodes (half of
+    them on a resonance ω = πk/A, k = ⌈ω⌉ for small integer ω)."""
+    scale = math.exp(log_scale)
+    pair = pld.pairs.discrete_laplace_pair(scale, d)
+    if at_resonance:
+        omega = math.pi * scale * max(1.0, math.ceil(omega) % 7)
+    got = pair.tilted_cf(a, np.array([omega]))
+    assert got is not None
+    lm = float(pair.log_mgf(np.array([a]))[0])
+    exact = _exact_discrete_laplace_cf(scale, d, a, lm, omega)
+    assert abs(got[0][0] - exact) <= got[1][0]

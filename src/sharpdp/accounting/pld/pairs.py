@@ -759,7 +759,9 @@ class DiscreteLaplacePair(FinitePair):
                 p = eps0 + p + eps0 * p + 4.0 * U * (1.0 + eps0) * (1.0 + p)
                 power = rho * power
         t = t * (1.0 + 1e-6)
-        majorant = math.expm1(n * r) / math.expm1(r) * (1.0 + 64.0 * U)
+        # T̄_n's relative sensitivity to r is the geometric mean of k, ≤ 1/(1 − e^r) ≤ (1 + |r|)/|r|,
+        # so r's rounding (≤ 2.01u|r|) and the three roundings here move it by < 16u(4 + |r|)
+        majorant = math.expm1(n * r) / math.expm1(r) * (1.0 + 16.0 * U * (4.0 + abs(r)))
         middle = math.exp(e_re) * majorant * (1.0 + eps_e)
         phi += pref * total
         err += middle * (eps_e * (1.0 + t) + t + 4.0 * U * (1.0 + eps_e) * (1.0 + t)) * (1.0 + 1e-6)
