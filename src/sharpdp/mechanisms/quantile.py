@@ -250,7 +250,7 @@ class Quantile(Mechanism):
         return self.cells + (self.support == "points")
 
     def characterisation(self) -> BoundedRange:
-        """ε-bounded range (tight for cells), see the module docstring."""
+        """ε-bounded range (tight for both supports), see the module docstring."""
         return BoundedRange(self.epsilon_)
 
     # -- data --------------------------------------------------------------------------------------
