@@ -161,6 +161,96 @@ def test_analyst_signs_in_runs_a_query_and_sees_the_apis_numbers(
     expect(page.locator("#history tbody tr")).to_have_count(2, timeout=TIMEOUT_MS)
 
 
+def _shown_rows(page: Any) -> list[list[str]]:
+    return page.eval_on_selector_all(  # type: ignore[no-any-return]
+        "#release-rows tbody tr",
+        "rows => rows.map(r => [...r.querySelectorAll('td')].map(c => c.textContent))",
+    )
+
+
+def _fields(page: Any) -> dict[str, bool]:
+    """Which of the kind-dependent fields the form shows."""
+    return {f: page.is_visible(f) for f in ("#keys", "#k", "#bounds", "#q")}
+
+
+def _run_from_form(page: Any, server: Server, token: str, previous: str | None) -> dict[str, Any]:
+    """Click Run, wait for a new release id; return the release as the API gives it, with the
+    request the server stored (its unset optional fields, stored as null, left out)."""
+    from playwright.sync_api import expect
+
+    page.click("#run")
+    if previous is None:
+        page.wait_for_selector("#release-panel", state="visible")
+    else:
+        expect(page.locator("#release-id")).not_to_have_text(previous, timeout=TIMEOUT_MS)
+    release_id = page.text_content("#release-id")
+    r = httpx.get(f"{server.url}/releases/{release_id}", headers=bearer(token))
+    assert r.status_code == 200, r.text
+    release: dict[str, Any] = r.json()
+    release["request"] = {k: v for k, v in release["request"].items() if v is not None}
+    return release
+
+
+def test_selections_and_quantiles_from_the_form(page: Any, server: Server) -> None:
+    """top_k, quantile and select_best from the form: the request the server received holds
+    exactly the fields of that kind (an extra field would be refused), and the page's table is
+    the API's rows, with no bars (a rank or a rank error is not a value with an interval)."""
+    token = new_analyst(server.url, "cleo", "approx:10,1e-6")
+    page.goto(f"{server.url}/")
+    page.fill("#token", token)
+    page.click("#sign-in")
+    page.wait_for_selector("#workspace", state="visible")
+    page.select_option("#dataset", "people")
+    page.fill("#privacy", "pure:1")
+
+    page.select_option("#query", "top_k")
+    assert _fields(page) == {"#keys": True, "#k": True, "#bounds": False, "#q": False}
+    page.select_option("#column", "dept")
+    page.fill("#keys", "a, b, c")
+    page.fill("#k", "2")
+    top = _run_from_form(page, server, token, None)
+    assert top["request"] == {
+        "dataset": "people", "query": "top_k", "privacy": "pure:1", "level": 0.95,
+        "max_rows": 1, "column": "dept", "max_groups": 1, "keys": ["a", "b", "c"], "k": 2,
+    }  # fmt: skip
+    assert [r["rank"] for r in top["rows"]] == [1, 2]
+    assert _shown_rows(page) == [[str(r["rank"]), r["dept"]] for r in top["rows"]]
+    assert page.locator("#release-chart rect.bar-value").count() == 0
+    assert "private selection" in page.text_content("#release-noise")
+
+    page.select_option("#query", "quantile")
+    assert _fields(page) == {"#keys": False, "#k": False, "#bounds": True, "#q": True}
+    page.select_option("#column", "value")
+    page.fill("#bounds", "0, 100")
+    page.fill("#q", "0.25")
+    page.select_option("#support", "points")
+    quantile = _run_from_form(page, server, token, top["id"])
+    assert quantile["request"] == {
+        "dataset": "people", "query": "quantile", "privacy": "pure:1", "level": 0.95,
+        "max_rows": 1, "column": "value", "max_groups": 1, "bounds": [0, 100], "q": 0.25,
+        "support": "points",
+    }  # fmt: skip
+    [row] = quantile["rows"]
+    assert set(row) == {"quantile", "rank_error"}
+    [shown] = _shown_rows(page)
+    assert [shown_number(t) for t in shown] == [row["quantile"], row["rank_error"]]
+    assert page.locator("#release-chart rect.bar-value").count() == 0
+
+    page.select_option("#query", "select_best")
+    assert _fields(page) == {"#keys": True, "#k": False, "#bounds": False, "#q": False}
+    assert page.is_disabled("#max-rows")
+    page.select_option("#column", "dept")
+    page.fill("#keys", "b, c")
+    best = _run_from_form(page, server, token, quantile["id"])
+    assert best["request"] == {
+        "dataset": "people", "query": "select_best", "privacy": "pure:1", "level": 0.95,
+        "column": "dept", "max_groups": 1, "keys": ["b", "c"],
+    }  # fmt: skip
+    [row] = best["rows"]
+    assert row["dept"] in ("b", "c")
+    assert _shown_rows(page) == [["1", row["dept"]]]
+
+
 def test_a_wrong_token_is_refused_in_the_page(page: Any, server: Server) -> None:
     page.goto(f"{server.url}/")
     page.fill("#token", "sdp_not-a-token")

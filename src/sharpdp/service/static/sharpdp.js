@@ -161,11 +161,32 @@ function analystPage() {
     if (d.max_rows) $("max-rows").value = d.max_rows;
   }
 
+  // Which fields each kind of query takes (the API's bodies: sharpdp.service.queries).
+  const KINDS = {
+    count: { column: false, keys: false, groups: false },
+    count_by: { keys: "Keys (comma-separated; empty: found privately)" },
+    sum: { bounds: true },
+    mean: { bounds: true },
+    quantile: { bounds: true, q: true },
+    top_k: { keys: "Candidates (comma-separated; empty: found privately)", k: true },
+    select_best: { keys: "Candidates (comma-separated; required)", rows: false },
+  };
+
+  function kindOf() {
+    const name = $("query").value;
+    return { name, column: true, keys: false, groups: true, rows: true, ...KINDS[name] };
+  }
+
   function showKind() {
-    const kind = $("query").value;
-    document.querySelector(".for-keys").hidden = kind !== "count_by";
-    document.querySelector(".for-bounds").hidden = kind === "count" || kind === "count_by";
-    $("column").disabled = kind === "count";
+    const kind = kindOf();
+    for (const node of document.querySelectorAll(".for-keys")) node.hidden = !kind.keys;
+    if (kind.keys) $("keys-label").textContent = kind.keys;
+    for (const node of document.querySelectorAll(".for-bounds")) node.hidden = !kind.bounds;
+    for (const node of document.querySelectorAll(".for-q")) node.hidden = !kind.q;
+    for (const node of document.querySelectorAll(".for-k")) node.hidden = !kind.k;
+    $("column").disabled = !kind.column;
+    $("max-groups").disabled = !kind.groups;
+    $("max-rows").disabled = !kind.rows;
   }
 
   function parseKey(text) {
@@ -174,26 +195,29 @@ function analystPage() {
   }
 
   function body() {
-    const kind = $("query").value;
+    const kind = kindOf();
     const out = {
       dataset: $("dataset").value,
-      query: kind,
+      query: kind.name,
       privacy: $("privacy").value.trim(),
       level: Number($("level").value),
     };
     const maxRows = Number($("max-rows").value);
-    if (maxRows) out.max_rows = maxRows;
-    if (kind === "count") return out;
-    const keys = $("keys").value.split(",").map((k) => k.trim()).filter((k) => k !== "");
-    const maxGroups = Number($("max-groups").value);
-    if (maxGroups) out.max_groups = maxGroups;
-    if (kind === "count_by") {
-      out.column = $("column").value;
-      if (keys.length) out.keys = keys.map(parseKey);
-      return out;
-    }
+    if (kind.rows && maxRows) out.max_rows = maxRows;
+    if (!kind.column) return out;
     out.column = $("column").value;
-    out.bounds = $("bounds").value.split(",").map((b) => Number(b.trim()));
+    const maxGroups = Number($("max-groups").value);
+    if (kind.groups && maxGroups) out.max_groups = maxGroups;
+    if (kind.keys) {
+      const keys = $("keys").value.split(",").map((k) => k.trim()).filter((k) => k !== "");
+      if (keys.length) out.keys = keys.map(parseKey);
+    }
+    if (kind.k) out.k = Number($("k").value);
+    if (kind.bounds) out.bounds = $("bounds").value.split(",").map((b) => Number(b.trim()));
+    if (kind.q) {
+      out.q = Number($("q").value);
+      if ($("support").value !== "cells") out.support = $("support").value;
+    }
     return out;
   }
 
@@ -268,6 +292,12 @@ function analystPage() {
     const head = el("tr");
     for (const c of columns) head.appendChild(el("th", c));
     thead.appendChild(head);
+    if (!rows.length) {
+      // e.g. keys found privately, none above the threshold: an empty release, not an error
+      const tr = el("tr", undefined, { class: "empty" });
+      tr.appendChild(el("td", "nothing released (no key passed the release threshold)"));
+      tbody.appendChild(tr);
+    }
     for (const row of rows) {
       const tr = el("tr");
       for (const c of columns) {
@@ -277,16 +307,22 @@ function analystPage() {
       }
       tbody.appendChild(tr);
     }
-    $("release-noise").textContent = Object.entries(r.noise || {})
-      .map(([k, v]) => k + ": noise " + v)
-      .join("; ") + (r.level ? " — intervals at level " + r.level : "");
+    const noise = Object.entries(r.noise || {});
+    $("release-noise").textContent = noise.length
+      ? noise.map(([k, v]) => k + ": noise " + v).join("; ") +
+        (r.level ? " — intervals at level " + r.level : "")
+      : "chosen by a private selection (exponential mechanism): no additive noise";
     drawBars(rows, keys, value);
   }
 
   function drawBars(rows, keys, value) {
     const chart = $("release-chart");
     clear(chart);
-    const usable = rows.filter((r) => typeof r[value] === "number");
+    // bars for noisy values with their intervals; a selection's ranks or a quantile's rank error
+    // are not quantities to draw as bars
+    const usable = rows.filter(
+      (r) => typeof r[value] === "number" && r.lower !== undefined && r.upper !== undefined
+    );
     if (!value || !usable.length) {
       chart.setAttribute("height", 0);
       return;
