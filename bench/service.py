@@ -5,7 +5,8 @@ Usage::
     python bench/service.py [--clients 20] [--requests 50] [--workers 1] [--spends 200]
                             [--ledger sqlite|postgres]
 
-Needs the ``service`` and ``postgres`` extras (FastAPI, uvicorn, httpx, psycopg) and, for the
+Needs the ``test`` extra (``pip install -e '.[test]'``: the ``service`` and ``postgres`` extras
+for FastAPI, uvicorn and psycopg, and the ``httpx`` client) and, for the
 PostgreSQL ledger, Debian's ``postgresql`` package (a throwaway cluster on 127.0.0.1, the one
 ``tests/service`` uses; without it the PostgreSQL parts are skipped with a message). Starts
 ``sharpdp serve`` (uvicorn, 127.0.0.1, a free port) over a tiny table (60 persons × 3 rows), so

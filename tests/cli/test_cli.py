@@ -45,8 +45,9 @@ def _same_session(path: Path, seed: int) -> sdp.data.Session:
 
 
 def test_version_and_help() -> None:
-    out = subprocess.run([*script(), "--version"], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == f"sharpdp {sdp.__version__}"
+    for command in (script(), [sys.executable, "-m", "sharpdp.cli"]):
+        out = subprocess.run([*command, "--version"], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == f"sharpdp {sdp.__version__}"
     for flag in ("-h", "--help"):
         out = subprocess.run([*script(), flag], capture_output=True, text=True, check=True)
         assert "demo" in out.stdout

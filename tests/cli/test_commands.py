@@ -510,6 +510,23 @@ def test_bad_input_fails_fast_in_one_line(
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["bogus"], "(see sharpdp --help)"),
+        (["compose", "--bogus"], "(see sharpdp compose --help)"),
+        (["plot", "capacity", "--bogus"], "(see sharpdp plot capacity --help)"),
+        (["query", "x.csv", "quantile", "--bogus"], "(see sharpdp query --help)"),
+    ],
+)
+def test_usage_errors_point_to_the_help_of_the_command_that_refused(
+    args: list[str], hint: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, _, err = run_main(args, capsys, monkeypatch)
+    assert code == 2
+    assert err.strip().endswith(hint), err
+
+
 # -- the installed entry point (each call costs about a second) ----------------------------------------
 
 

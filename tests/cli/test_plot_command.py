@@ -1,4 +1,4 @@
-"""``sharpdp plot``: the files written are valid PNG/SVG, and the figures hold the library's values.
+"""``sharpdp plot``: the files written are valid PNG/SVG/PDF, and the figures hold the library's values.
 
 The figure each command draws is caught on its way to :func:`sharpdp.plots.save` and read back
 from its artists (lines by ``gid``); the expected values come from the library directly.
@@ -67,6 +67,16 @@ def invoke(*args: str) -> Any:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result
+
+
+def test_renyi_writes_a_pdf(tmp_path: Path, drawn: list[Figure]) -> None:
+    out = tmp_path / "renyi.pdf"
+    result = invoke("renyi", "br:1", "zcdp:0.125", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    data = out.read_bytes()
+    assert data.startswith(b"%PDF-")
+    assert data.rstrip().endswith(b"%%EOF")
+    assert len(drawn) == 1
 
 
 def test_capacity_writes_a_png_of_the_library_values(tmp_path: Path, drawn: list[Figure]) -> None:
@@ -141,7 +151,7 @@ def test_renyi_and_budget(tmp_path: Path, drawn: list[Figure]) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["capacity", "exponential:0.1", "-o", "x.gif"], 2, "must end in .png or .svg"),
+        (["capacity", "exponential:0.1", "-o", "x.gif"], 2, "must end in .png, .svg or .pdf"),
         (["capacity", "expo:0.1", "-o", "x.png"], 2, "unknown 'expo'"),
         (["capacity", "gaussian:1,2,3", "-o", "x.png"], 2, "gaussian takes gaussian:sigma"),
         (

@@ -150,6 +150,7 @@ def test_guarantee_is_bounded_range() -> None:
         ({"bounds": (5.0, 1.0)}, "bounds"),
         ({"bounds": (0.0, float("inf"))}, "bounds"),
         ({"bounds": 3.0}, "bounds"),
+        ({"bounds": np.array(3.0)}, "bounds"),  # a 0-d array: numpy's TypeError, before
         ({"cells": 0}, "cells"),
         ({"cells": 2**60}, "cells"),
         ({"max_rows": 0}, "max_rows"),

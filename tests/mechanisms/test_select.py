@@ -21,6 +21,7 @@ from tests.mechanisms._gof import assert_law
 
 import sharpdp as sdp
 from sharpdp.mechanisms import _race
+from stable_ids import stable_id
 
 
 def softmax_law(logits: Sequence[float]) -> dict[object, float]:
@@ -232,6 +233,18 @@ def test_bad_k_size_and_rng_raise() -> None:
         sdp.Exponential(1.0).select([1.0, 2.0], size=-1)
     with pytest.raises(sdp.InvalidParameter, match="rng"):
         sdp.Exponential(1.0).select([1.0, 2.0], rng="seed")  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [np.array(0.5), np.array(1), np.array([[0, 1]]), "01", [[0], [0, 1]], [0, 0.5], 3, None],
+    ids=stable_id,
+)
+def test_top_k_probability_refuses_what_is_not_k_indices(outcome: object) -> None:
+    """A 0-d array (from a fuzz run) raised numpy's TypeError instead of InvalidParameter."""
+    with pytest.raises(sdp.InvalidParameter, match="outcome"):
+        sdp.TopK(2, 1.0).probability([1.0, 2.0, 3.0], outcome)  # type: ignore[arg-type]
+    assert sdp.TopK(2, 1.0).probability([1.0, 2.0, 3.0], np.array([2, 1])) > 0.0
 
 
 def _softmax_at_50_digits(c: mpmath.mpf, scores: Sequence[float]) -> list[float]:

@@ -77,7 +77,15 @@ def main() -> None:
         message = message.replace("Value error, ", "")  # how typer words a refused choice
         if not message:  # (no arguments at all: the help was printed instead)
             sys.exit(int(getattr(err, "exit_code", 2)))
-        _fail(f"{escape(message)} (see sharpdp --help)", int(getattr(err, "exit_code", 2)))
+        # the help of the command that refused it (``sharpdp query --help``), named whatever
+        # the program was called
+        names: list[str] = []
+        ctx = getattr(err, "ctx", None)
+        while ctx is not None and getattr(ctx, "parent", None) is not None:  # (not the root's)
+            names.append(str(ctx.info_name))
+            ctx = ctx.parent
+        where = " ".join(["sharpdp", *reversed(names)])
+        _fail(f"{escape(message)} (see {where} --help)", int(getattr(err, "exit_code", 2)))
     except typer.Abort:
         sys.exit(1)
     except KeyboardInterrupt:

@@ -182,7 +182,9 @@ def compose(
         table.add_column(column)
     for row in explanation.rows:
         if row.value is None:
-            table.add_row(row.name, "n/a", f"[dim]{escape(row.note)}[/dim]")
+            # (the library's advice names its keyword; here the same choice is a flag)
+            note = row.note.replace("pass adaptive=False", "pass --non-adaptive")
+            table.add_row(row.name, "n/a", f"[dim]{escape(note)}[/dim]")
             continue
         name = f"[bold green]{row.name} *[/]" if row is winner else row.name
         note = f" [dim]({escape(row.note)})[/dim]" if row.note else ""

@@ -1,4 +1,4 @@
-"""``sharpdp plot``: figures written as PNG or SVG (needs the ``plot`` extra: matplotlib).
+"""``sharpdp plot``: figures written as PNG, SVG or PDF (needs the ``plot`` extra: matplotlib).
 
 Examples::
 
@@ -47,16 +47,16 @@ if TYPE_CHECKING:
 __all__ = ["parse_plan", "plot_app"]
 
 plot_app = typer.Typer(
-    help="Draw privacy profiles, capacities, Rényi curves and budgets (PNG or SVG).",
+    help="Draw privacy profiles, capacities, Rényi curves and budgets (PNG, SVG or PDF).",
     no_args_is_help=True,
 )
 app.add_typer(plot_app, name="plot")
 
 
 #: The file formats written, by suffix.
-_SUFFIXES = (".png", ".svg")
+_SUFFIXES = (".png", ".svg", ".pdf")
 
-_OUTPUT_HELP = "the file to write: .png or .svg"
+_OUTPUT_HELP = "the file to write: .png, .svg or .pdf"
 
 
 def parse_plan(path: Path) -> tuple[list[tuple[sdp.Guarantee, int]], bool]:
@@ -68,7 +68,7 @@ def parse_plan(path: Path) -> tuple[list[tuple[sdp.Guarantee, int]], bool]:
 
 def _output(path: Path) -> Path:
     if path.suffix.lower() not in _SUFFIXES:
-        raise typer.BadParameter(f"--output: {str(path)!r} must end in .png or .svg")
+        raise typer.BadParameter(f"--output: {str(path)!r} must end in .png, .svg or .pdf")
     return path
 
 

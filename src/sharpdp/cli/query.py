@@ -10,6 +10,9 @@ Examples::
     sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1 --explain
     sharpdp query survey.csv count-by region --row-level --privacy pure:0.1   (one row per person)
 
+(The flights table holds rows without a tailnum: add ``--drop-null-units`` to these, or the
+session refuses the file.)
+
 The budget is kept in ``--ledger`` (per ``--analyst``): the account's first query records
 ``--budget`` (default ``approx:1,1e-6``), later ones use the recorded budget unless ``--budget``
 is given (then it must match). Without a ledger, the query runs under a fresh in-memory budget (one
@@ -293,7 +296,8 @@ def query(
 ) -> None:
     """Run one private query on a CSV or Parquet file, spending from a durable budget.
 
-    Example: sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1
+    Example (flights.csv from the README; its rows without a tailnum are dropped):
+    sharpdp query flights.csv count-by carrier --unit tailnum --drop-null-units --privacy pure:0.1
     """
     if not unit and not row_level:
         raise typer.BadParameter(

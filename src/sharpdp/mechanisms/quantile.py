@@ -194,7 +194,8 @@ class Quantile(Mechanism):
         qq = _validate.real("q", q)
         if not 0.0 <= qq <= 1.0:
             raise InvalidParameter(f"q must be in [0, 1], got {qq!r}")
-        if isinstance(bounds, str | bytes) or not isinstance(bounds, Sequence | np.ndarray):
+        vector = isinstance(bounds, np.ndarray) and bounds.ndim == 1  # (not a 0-d array)
+        if isinstance(bounds, str | bytes) or not (isinstance(bounds, Sequence) or vector):
             raise InvalidParameter(f"bounds must be a pair (lower, upper), got {bounds!r}")
         if len(bounds) != 2:
             raise InvalidParameter(f"bounds must be a pair (lower, upper), got {bounds!r}")
