@@ -53,6 +53,12 @@ def one_width(upper: int) -> list[str]:
 
 
 def main() -> None:
+    import argparse
+
+    argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    ).parse_args()  # no options: --help prints the summary and exits
     print(f"# integer sums with wide bounds — {time.strftime('%Y-%m-%d %H:%M')}, {load_note()}")
     rows = [one_width(u) for u in WIDTHS]
     print_table(

@@ -145,6 +145,7 @@ def test_query_uses_the_ledgers_budget_unless_told(people_csv: Path, tmp_path: P
     assert isinstance(other.exception, sdp.LedgerError)
     assert "PureDP(epsilon=1.3)" in str(other.exception)
     assert "PureDP(epsilon=5.0)" in str(other.exception)
+    assert "leave --budget out" in str(other.exception)  # the way out at the terminal
 
 
 def test_query_explain_writes_nothing_and_prices_against_the_recorded_budget(

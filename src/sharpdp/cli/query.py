@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 import sharpdp as sdp
@@ -423,6 +424,15 @@ def _run(
     ledger, seed, analyst = (session_options[k] for k in ("ledger", "seed", "analyst"))
     recorded = _recorded_budget(ledger, analyst)
     budget = _budget(session_options["budget"], recorded)
+    if recorded is not None and (type(budget) is not type(recorded) or budget != recorded):
+        # (the library's message names its Python API; here the way out is an option)
+        raise sdp.LedgerError(
+            f"--budget {session_options['budget']} ({budget!r}) is not the budget {recorded!r} "
+            f"that {ledger} "
+            f"records for analyst {analyst!r}: leave --budget out to use the recorded one (a "
+            "recorded budget changes only through the library: Accountant.set_budget, with a "
+            "reason)"
+        )
     if explain and recorded is None:
         ledger = None  # pricing writes nothing: no ledger file, no budget recorded for the analyst
     session = sdp.data.Session(
@@ -480,7 +490,10 @@ def _run(
         return
     from sharpdp.data.release import format_cell  # (loaded by the query already)
 
-    table = Table(*[str(c) for c in frame.columns], title=explanation.query)
+    # the query as a line of its own: a table's title wraps to the table's width, which cut
+    # "ApproxDP(epsilon=…" mid-word above a narrow table
+    console.print(f"[bold]{escape(explanation.query)}[/bold]", highlight=False)
+    table = Table(*[str(c) for c in frame.columns])
     for _, row in frame.iterrows():  # bounds rounded outward: lower down, upper/rank_error up
         table.add_row(*(format_cell(str(name), value, digits) for name, value in row.items()))
     console.print(table)
