@@ -801,9 +801,9 @@ def test_long_compositions_to_gdp_are_sharp_and_valid() -> None:
     """10⁴ randomized responses of ε0 = 0.01 (privacy loss up to D∞ = 100, μ ≈ 1 by the CLT):
     the float profile ends near 1e-308 while δ_μ at ε ≈ D∞ is far smaller, which forced
     μ = 2.654 (and μ = ∞ for 10⁶ responses of ε0 = 0.001). Now within 10⁻⁴ of the μ that the
-    total variation alone demands (measured 5e-5; 0.4% before the chord/tangent check), and valid: δ_μ(ε) ≥ the exact composed δ(ε) at 60 points up
-    to ε = 60 (log δ down to −1800), both sides computed independently (binomial sum; 50-digit
-    Gaussian profile)."""
+    total variation alone demands (measured 5e-5; 0.4% before the chord/tangent check), and
+    valid: δ_μ(ε) ≥ the exact composed δ(ε) at 60 points up to ε = 60 (log δ down to −1800),
+    both sides computed independently (binomial sum; 50-digit Gaussian profile)."""
     eps0, n = 0.01, 10_000
     mu = sdp.convert(sdp.compose([(sdp.RandomizedResponse(eps0), n)]), sdp.GDP).mu
     tv = math.exp(_binary_rr_composition_log_delta(eps0, n, 0.0))

@@ -517,8 +517,9 @@ def profile_to_gdp(g: Guarantee) -> GDP:
     (measured within 1e-10 relative of the least μ for the Laplace mechanism and k-ary
     randomized response, 5e-10 for 20 randomized responses composed) and, where the profile's
     floats bottom out, by the Rényi bound's slack (at most +5e-5 over the least μ for 10⁴
-    randomized responses of 0.01, +0.8% for 10⁶ of 0.001). For the Laplace mechanism with ε0 = Δ/b = 1, μ = 1.0300640 (the least μ, binding
-    at ε = 0, is 1.030064) where the route through ε-DP gives 1.2320. A profile whose δ(0) lies
+    randomized responses of 0.01, +0.8% for 10⁶ of 0.001). For the Laplace mechanism with
+    ε0 = Δ/b = 1, μ = 1.0300640 (the least μ, binding at ε = 0, is 1.030064) where the route
+    through ε-DP gives 1.2320. A profile whose δ(0) lies
     within ~10⁻¹⁴ of 1 cannot be certified in floats (the lower bound of δ_μ(0) stays that far
     below 1): the route raises and others answer (ε-DP's μ, up to 1.4× the least one, e.g.
     24.75 for the Laplace mechanism with ε0 = 80, whose least μ is 17.34).
