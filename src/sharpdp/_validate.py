@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Iterable, Sequence
+from typing import cast
 
 from sharpdp.errors import InvalidParameter
 
-__all__ = ["integer", "nonnegative", "order", "positive", "probability", "real"]
+__all__ = ["integer", "nonnegative", "order", "positive", "probability", "real", "sequence"]
 
 
 def real(name: str, value: object, *, allow_inf: bool = False) -> float:
@@ -78,3 +80,16 @@ def integer(name: str, value: object, *, minimum: int = 1) -> int:
     if k < minimum:
         raise InvalidParameter(f"{name} must be >= {minimum}, got {k}")
     return k
+
+
+def sequence(name: str, value: object, what: str) -> list[object]:
+    """``value``'s items, when it is a sequence: a list, tuple or range, or a one-dimensional
+    array (not text, and not a 0-d array, which has no items: numpy raised ``TypeError``).
+
+    Raises:
+        InvalidParameter: "``name`` must be ``what``", naming the value.
+    """
+    vector = getattr(value, "ndim", None) == 1 and hasattr(value, "__iter__")  # numpy's
+    if isinstance(value, str | bytes) or not (isinstance(value, Sequence) or vector):
+        raise InvalidParameter(f"{name} must be {what}, got {value!r}")
+    return list(cast(Iterable[object], value))

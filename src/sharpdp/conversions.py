@@ -519,10 +519,10 @@ def profile_to_gdp(g: Guarantee) -> GDP:
     floats bottom out, by the Rényi bound's slack (at most +5e-5 over the least μ for 10⁴
     randomized responses of 0.01, +0.8% for 10⁶ of 0.001). For the Laplace mechanism with
     ε0 = Δ/b = 1, μ = 1.0300640 (the least μ, binding at ε = 0, is 1.030064) where the route
-    through ε-DP gives 1.2320. A profile whose δ(0) lies
-    within ~10⁻¹⁴ of 1 cannot be certified in floats (the lower bound of δ_μ(0) stays that far
-    below 1): the route raises and others answer (ε-DP's μ, up to 1.4× the least one, e.g.
-    24.75 for the Laplace mechanism with ε0 = 80, whose least μ is 17.34).
+    through ε-DP gives 1.2320. A profile whose δ(0) lies within ~10⁻¹⁴ of 1 cannot be certified
+    in floats (the lower bound of δ_μ(0) stays that far below 1): the route raises and others
+    answer (ε-DP's μ, up to 1.4× the least one, e.g. 24.75 for the Laplace mechanism with
+    ε0 = 80, whose least μ is 17.34).
     """
     import numpy as np
 
@@ -568,7 +568,7 @@ def profile_to_gdp(g: Guarantee) -> GDP:
     need = needs(eps[:-1], eps[1:], deltas[:-1], deltas[1:])
     # Refine: μ(ε) at the grid points themselves (no interval slack) estimates the answer from
     # below; the intervals needing more than that estimate are split eightfold, until the
-    # certified μ is within 2⁻²⁰ of it or the grid is full.
+    # certified μ is within 2⁻³⁰ of it or the grid is full.
     floor = float(needs(eps, eps, deltas, deltas).max())
     while float(need.max()) > floor * (1.0 + 2.0**-30):
         order = np.argsort(-need, kind="stable")

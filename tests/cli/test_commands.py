@@ -194,6 +194,17 @@ def test_compose_prints_every_bound_rounded_up(plan: Path) -> None:
     assert "not run: mgf answered" in result.stdout  # the PLD is superseded, and says so
 
 
+def test_compose_names_the_flag_where_the_library_names_its_keyword(tmp_path: Path) -> None:
+    """DDR20 declines adaptive compositions with "pass adaptive=False"; at the terminal the same
+    choice is --non-adaptive."""
+    plan = tmp_path / "em.toml"
+    plan.write_text('[[item]]\nmechanism = "exponential"\nepsilon = 0.1\ncount = 10\n')
+    result = runner.invoke(app, ["compose", str(plan)], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "pass --non-adaptive to use it" in result.stdout
+    assert "adaptive=False" not in result.stdout
+
+
 @pytest.mark.parametrize(
     ("body", "args", "message"),
     [

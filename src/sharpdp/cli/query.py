@@ -10,8 +10,8 @@ Examples::
     sharpdp query flights.csv count-by carrier --unit tailnum --privacy pure:0.1 --explain
     sharpdp query survey.csv count-by region --row-level --privacy pure:0.1   (one row per person)
 
-(The flights table holds rows without a tailnum: add ``--drop-null-units`` to these, or the
-session refuses the file.)
+(The flights table holds rows without a tailnum: add ``--drop-null-units`` to the examples above,
+or the session refuses the file.)
 
 The budget is kept in ``--ledger`` (per ``--analyst``): the account's first query records
 ``--budget`` (default ``approx:1,1e-6``), later ones use the recorded budget unless ``--budget``
@@ -428,10 +428,9 @@ def _run(
         # (the library's message names its Python API; here the way out is an option)
         raise sdp.LedgerError(
             f"--budget {session_options['budget']} ({budget!r}) is not the budget {recorded!r} "
-            f"that {ledger} "
-            f"records for analyst {analyst!r}: leave --budget out to use the recorded one (a "
-            "recorded budget changes only through the library: Accountant.set_budget, with a "
-            "reason)"
+            f"that {ledger} records for analyst {analyst!r}: leave --budget out to use the "
+            "recorded one (a recorded budget changes only through the library: "
+            "Accountant.set_budget, with a reason)"
         )
     if explain and recorded is None:
         ledger = None  # pricing writes nothing: no ledger file, no budget recorded for the analyst

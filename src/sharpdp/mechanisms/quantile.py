@@ -194,13 +194,11 @@ class Quantile(Mechanism):
         qq = _validate.real("q", q)
         if not 0.0 <= qq <= 1.0:
             raise InvalidParameter(f"q must be in [0, 1], got {qq!r}")
-        vector = isinstance(bounds, np.ndarray) and bounds.ndim == 1  # (not a 0-d array)
-        if isinstance(bounds, str | bytes) or not (isinstance(bounds, Sequence) or vector):
+        pair = _validate.sequence("bounds", bounds, "a pair (lower, upper)")
+        if len(pair) != 2:
             raise InvalidParameter(f"bounds must be a pair (lower, upper), got {bounds!r}")
-        if len(bounds) != 2:
-            raise InvalidParameter(f"bounds must be a pair (lower, upper), got {bounds!r}")
-        lower = _validate.real("bounds[0]", bounds[0])
-        upper = _validate.real("bounds[1]", bounds[1])
+        lower = _validate.real("bounds[0]", pair[0])
+        upper = _validate.real("bounds[1]", pair[1])
         if not lower < upper:
             raise InvalidParameter(f"bounds must satisfy lower < upper, got {bounds!r}")
         if not math.isfinite(upper - lower):

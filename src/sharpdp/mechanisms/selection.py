@@ -503,10 +503,8 @@ class TopK(_ScoreSelection):
     def probability(self, scores: Sequence[float] | FloatArray, outcome: Sequence[int]) -> float:
         """Exact probability of the ordered outcome (i1, …, ik) (product of peeling softmaxes)."""
         q = as_scores(scores)
-        vector = isinstance(outcome, np.ndarray) and outcome.ndim == 1  # (not a 0-d array)
-        if isinstance(outcome, str | bytes) or not (isinstance(outcome, Sequence) or vector):
-            raise InvalidParameter(f"outcome must be a sequence of k indices, got {outcome!r}")
-        items = [_validate.integer("outcome[i]", i, minimum=0) for i in outcome]
+        given = _validate.sequence("outcome", outcome, "a sequence of k indices")
+        items = [_validate.integer("outcome[i]", i, minimum=0) for i in given]
         if len(items) != self.k:
             raise InvalidParameter(f"outcome must have k={self.k} items, got {len(items)}")
         if self.k > int(np.isfinite(q).sum()):
