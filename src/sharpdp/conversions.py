@@ -512,7 +512,16 @@ def profile_to_gdp(g: Guarantee) -> GDP:
     rounded down. The least μ passing on each interval is found by bisection (always ending at
     a μ that passed), the intervals needing more than the grid points' own μ are split
     eightfold until the largest is within 2⁻³⁰ of it or the grid holds :data:`_GDP_GRID_POINTS`
-    points, and the check is made once more, at the μ reported, over the whole grid. Valid for
+    points, and the check is made once more, at the μ reported, over the whole grid.
+
+    Where ``g`` offers cheap bounds (:meth:`~sharpdp.Guarantee.delta_bounds`: a composition's,
+    from a few inversion plans or PLD grids for all points at once), the grid takes them first,
+    and ``g.delta`` is asked only at the points of the intervals (and of the points) whose μ is
+    within :data:`_SETTLE` of the largest, again until the largest have sharp ends. Every value
+    used is a valid upper bound, so the certificate is unchanged, and the μ reported is that of
+    an interval with sharp ends (measured: 10 Laplace mechanisms 3.9 → 1.6 s, 3 Laplace and 2
+    exponential mechanisms 3.8 → 0.6 s, the same μ to ±4e-6 relative, within the composition's
+    own accuracy). Valid for
     every source with a finite max-divergence; it errs upwards by the grid's resolution
     (measured within 1e-10 relative of the least μ for the Laplace mechanism and k-ary
     randomized response, 5e-10 for 20 randomized responses composed) and, where the profile's
@@ -535,7 +544,7 @@ def profile_to_gdp(g: Guarantee) -> GDP:
     ceiling = 2.0 * min(pure_dp_to_gdp(PureDP(top)).mu, 2.0 * math.sqrt(2.0 * (top + 1.0)))
     lower = _divergences.gaussian_log_delta_lower
     slope = _divergences.gaussian_log_slope_lower
-    log_delta = _log_profile(g, top)
+    sharp_log_delta, log_profile = _log_profile(g, top)
 
     def passes(mu: Any, left: Any, right: Any, left_d: Any, right_d: Any) -> Any:
         """Whether μ's Gaussian profile lies above g's on each interval [left, right], given
@@ -563,13 +572,45 @@ def profile_to_gdp(g: Guarantee) -> GDP:
             lo, hi = np.where(ok, lo, mid), np.where(ok, mid, hi)
         return np.where(passes(hi, left, right, left_d, right_d), hi, np.inf)
 
+    def first_pass(points: Any) -> tuple[Any, Any]:
+        """Upper bounds of log δ_g at ``points``, and whether each is ``g.delta``'s own."""
+        values, is_sharp = log_profile(points)
+        return values, np.full(points.shape, is_sharp)
+
+    def settle(eps: Any, deltas: Any, sharp: Any, need: Any, own: Any) -> float:
+        """Fill in the intervals' μ (``need``) and the grid points' own μ (``own``) where NaN,
+        in place, and return the floor (the largest ``own``) once every point bearing on the
+        largest μ of an interval or of a point holds ``g.delta``'s value. A cheap bound is
+        valid but may be looser: where it could decide the answer, the sharp value replaces it
+        (every point within :data:`_SETTLE` of either largest, then again until both largest
+        are sharp). So the μ reported is that of an interval with sharp ends: no more than the
+        all-sharp grid would give."""
+        while True:
+            todo_i = np.flatnonzero(np.isnan(need))
+            need[todo_i] = needs(eps[todo_i], eps[todo_i + 1], deltas[todo_i], deltas[todo_i + 1])
+            todo_p = np.flatnonzero(np.isnan(own))
+            own[todo_p] = needs(eps[todo_p], eps[todo_p], deltas[todo_p], deltas[todo_p])
+            top, floor = float(need.max()), float(own.max())
+            close = own >= floor * (1.0 - _SETTLE)
+            near = need >= top * (1.0 - _SETTLE)
+            close[:-1] |= near
+            close[1:] |= near
+            todo = np.flatnonzero(close & ~sharp)
+            if todo.size == 0:
+                return floor
+            deltas[todo] = np.minimum(deltas[todo], sharp_log_delta(eps[todo]))
+            sharp[todo] = True
+            own[todo] = np.nan
+            need[todo[todo < need.size]] = np.nan
+            need[todo[todo > 0] - 1] = np.nan
+
     eps = np.linspace(0.0, top, 257)
-    deltas = log_delta(eps)
-    need = needs(eps[:-1], eps[1:], deltas[:-1], deltas[1:])
+    deltas, sharp = first_pass(eps)
+    need, own = np.full(eps.size - 1, np.nan), np.full(eps.size, np.nan)
     # Refine: μ(ε) at the grid points themselves (no interval slack) estimates the answer from
     # below; the intervals needing more than that estimate are split eightfold, until the
     # certified μ is within 2⁻³⁰ of it or the grid is full.
-    floor = float(needs(eps, eps, deltas, deltas).max())
+    floor = settle(eps, deltas, sharp, need, own)
     while float(need.max()) > floor * (1.0 + 2.0**-30):
         order = np.argsort(-need, kind="stable")
         over = order[need[order] > floor][: (_GDP_GRID_POINTS - eps.size) // 7]
@@ -579,27 +620,28 @@ def profile_to_gdp(g: Guarantee) -> GDP:
         split[over] = True
         steps = np.arange(1, 8) / 8.0
         inner = (eps[:-1, None] + steps * (eps[1:] - eps[:-1])[:, None])[split]
-        inner_deltas = log_delta(inner.ravel()).reshape(inner.shape)
-        left = np.concatenate([eps[:-1][split, None], inner], axis=1)
-        right = np.concatenate([inner, eps[1:][split, None]], axis=1)
-        left_d = np.concatenate([deltas[:-1][split, None], inner_deltas], axis=1)
-        right_d = np.concatenate([inner_deltas, deltas[1:][split, None]], axis=1)
-        new_need = needs(left, right, left_d, right_d)
-        floor = max(floor, float(needs(inner, inner, inner_deltas, inner_deltas).max()))
-        # rebuild the grid: each split interval becomes its eight pieces, in place
+        inner_d, inner_sharp = first_pass(inner.ravel())
+        unknown = np.full(inner.size, np.nan)
+        # rebuild the grid: each split interval's left end is followed by its seven inner
+        # points (and its μ by the eight pieces', unknown yet)
         keep = np.ones(need.size, dtype=int)
         keep[split] = 8
-        idx = np.repeat(np.arange(need.size), keep)
-        pieces_left = np.repeat(eps[:-1], keep)
-        pieces_d = np.repeat(deltas[:-1], keep)
-        pieces_need = np.repeat(need, keep)
-        at = np.flatnonzero(np.isin(idx, over))
-        pieces_left[at] = left.ravel()
-        pieces_d[at] = left_d.ravel()
-        pieces_need[at] = new_need.ravel()
-        eps = np.concatenate([pieces_left, eps[-1:]])
-        deltas = np.concatenate([pieces_d, deltas[-1:]])
-        need = pieces_need
+        at = np.flatnonzero(np.isin(np.repeat(np.arange(need.size), keep), over))
+        grid = []
+        for values, inside, first in (
+            (eps, inner.ravel(), eps[:-1]),
+            (deltas, inner_d, deltas[:-1]),
+            (sharp, inner_sharp, sharp[:-1]),
+            (own, unknown, own[:-1]),
+            (np.append(need, np.nan), unknown, np.full(need.size, np.nan)),
+        ):
+            pieces = np.repeat(values[:-1], keep)
+            rows = np.concatenate([first[split, None], inside.reshape(inner.shape)], axis=1)
+            pieces[at] = rows.ravel()
+            grid.append(np.concatenate([pieces, values[-1:]]))
+        eps, deltas, sharp, own, need = grid
+        need = need[:-1]
+        floor = settle(eps, deltas, sharp, need, own)
     # The certificate itself, at the one μ reported, over the whole grid. The lower bound of
     # δ_μ is not exactly monotone in μ at the level of its rounding (μ ~ 1e-7: the check at
     # each interval's own μ passed, the whole-grid one at their maximum did not), so the μ is
@@ -614,13 +656,20 @@ def profile_to_gdp(g: Guarantee) -> GDP:
     raise NotImplied(f"the grid check of {g!r}'s profile against μ-GDP failed")
 
 
+#: How close (relative) to the largest μ a grid point's cheap bound must be for
+#: :func:`profile_to_gdp` to ask ``g.delta`` there.
+_SETTLE = 1e-8
 #: Four units in the last place (relative), the rounding allowance of :func:`_log_profile`.
 _U4 = 4.0 * 2.0**-52
 
 
-def _log_profile(g: Guarantee, top: float) -> Callable[[Any], Any]:
-    """ε ↦ an upper bound on log δ_g(ε) (vectorised): the least of ``g.delta``'s log and the
-    Rényi bound of Canonne–Kamath–Steinke 2020 (Prop 12), log δ ≤ (α−1)(D_α − ε +
+def _log_profile(
+    g: Guarantee, top: float
+) -> tuple[Callable[[Any], Any], Callable[[Any], tuple[Any, bool]]]:
+    """ε ↦ an upper bound on log δ_g(ε) (vectorised), two ways: sharp, from ``g.delta`` point by
+    point, and a first pass, from ``g.delta_bounds`` where ``g`` offers them (else the sharp
+    values), with a flag saying which it gave; each the least
+    of that and the Rényi bound of Canonne–Kamath–Steinke 2020 (Prop 12), log δ ≤ (α−1)(D_α − ε +
     log(1 − 1/α)) − log α at each α of a grid, with D_α = ``g.renyi(α)`` ≤ D∞.
 
     The profile's floats end near 1e-308 (a composition reports a δ it cannot resolve as the
@@ -636,10 +685,9 @@ def _log_profile(g: Guarantee, top: float) -> Callable[[Any], Any]:
     finite = np.isfinite(taus)
     alphas, taus = alphas[finite], taus[finite]
 
-    def log_delta(eps: Any) -> Any:
-        eps = np.asarray(eps, dtype=np.float64)
+    def with_renyi(eps: Any, deltas: Any) -> Any:
         with np.errstate(divide="ignore"):
-            direct = np.log(np.array([g.delta(float(e)) for e in eps.ravel()])).reshape(eps.shape)
+            direct = np.log(np.asarray(deltas, dtype=np.float64)).reshape(eps.shape)
         # (log's rounding, raised; a δ of 0 stays −inf)
         direct = direct + np.where(np.isfinite(direct), _U4 * (np.abs(direct) + 1.0), 0.0)
         if alphas.size == 0:
@@ -652,7 +700,18 @@ def _log_profile(g: Guarantee, top: float) -> Callable[[Any], Any]:
         bounds = bounds + _U4 * (sizes + np.abs(bounds) + np.log(alphas) + 1.0)
         return np.minimum(direct, bounds.min(axis=-1))
 
-    return log_delta
+    def sharp(eps: Any) -> Any:
+        eps = np.asarray(eps, dtype=np.float64)
+        return with_renyi(eps, [g.delta(float(e)) for e in eps.ravel()])
+
+    def first(eps: Any) -> tuple[Any, bool]:
+        eps = np.asarray(eps, dtype=np.float64)
+        bounds = g.delta_bounds(eps)
+        if bounds is None:
+            return sharp(eps), True
+        return with_renyi(eps, np.minimum(1.0, np.asarray(bounds, dtype=np.float64))), False
+
+    return sharp, first
 
 
 # --- generic routes (every guarantee, through its own methods) -----------------------------------

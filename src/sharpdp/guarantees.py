@@ -200,6 +200,14 @@ class Guarantee:
         e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
         return min(1.0, max(0.0, _evaluate(self._delta, e, "delta(epsilon)", self)))
 
+    def delta_bounds(self, epsilons: Any) -> Any:
+        """Valid upper bounds on δ(ε) at every ε ≥ 0 of the array ``epsilons``, computed at once
+        and more cheaply than :meth:`delta` point by point, but possibly looser; or ``None``
+        when the guarantee has no cheaper way than :meth:`delta` (the default). Callers that
+        need many points of the profile (the conversion to GDP) take these as a first pass and
+        ask :meth:`delta` only where the value matters."""
+        return None
+
     def renyi(self, alpha: float) -> float:
         """Upper bound on the Rényi divergence of order α (α = 1: KL, α = ∞: max-divergence)."""
         a = _validate.order("alpha", alpha)

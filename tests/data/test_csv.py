@@ -56,6 +56,19 @@ def test_a_value_past_the_inference_sample_fails_when_the_session_opens(tmp_path
         sdp.data.Session(str(with_victim), "who", BUDGET)
 
 
+def test_a_file_that_is_not_utf8_text_is_refused_with_a_way_out(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("who,town\n1,Zürich\n2,Genève\n".encode("latin-1"))
+    with pytest.raises(sdp.InvalidParameter) as err:
+        sdp.data.Session(str(path), "who", BUDGET)
+    message = str(err.value)
+    assert "cannot read" in message
+    assert "save it as UTF-8 text" in message
+    # DuckDB's own remedies name reader options that a session does not take
+    assert "Possible Solution" not in message
+    assert "ignore_errors" not in message
+
+
 def test_declared_types_do_not_depend_on_the_values(tmp_path: Path) -> None:
     without, with_victim = _neighbours(tmp_path)
     sessions = [

@@ -25,7 +25,7 @@ import contextlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from sharpdp import _validate
 from sharpdp._explain import Explanation, Row
@@ -231,6 +231,54 @@ class Composition(Composed):
         value = min(best, self._remembered("delta", epsilon))
         self._remember(epsilon, value)
         return self._promised("delta", epsilon, value, refused)
+
+    def delta_bounds(self, epsilons: Any) -> Any:
+        """Valid upper bounds on δ at every ε of ``epsilons`` at once (see
+        :meth:`Guarantee.delta_bounds`): those of the exact analysis when one applies and offers
+        them (the MGF inversion's, from a few plans), else the least of those the needed
+        analyses offer (the PLD's, from the grids it composed); ``None`` when none does."""
+        import numpy as np
+
+        eps = np.asarray(epsilons, dtype=np.float64)
+        if np.isnan(eps).any() or (eps < 0.0).any():
+            raise InvalidParameter(f"epsilons must be ≥ 0 (inf allowed); got {epsilons!r}")
+        if not self.items:
+            return np.zeros(eps.shape)
+        top = np.isinf(eps)
+        if top.any():  # δ(∞), the mass at infinity, is one number: asked once, exactly
+            out = self.delta_bounds(np.where(top, 0.0, eps))
+            return None if out is None else np.where(top, self.delta(math.inf), out)
+        # an exact analysis's bounds alone when it offers some (it is the sharpest); when it
+        # offers none but answers (the points are then cheap and sharp already), none; else the
+        # least of those of the needed analyses that offer some
+        exact = [g for _, g in self._exact()]
+        finite = eps[np.isfinite(eps) & (eps >= 0.0)]
+        for group in (exact, [g for _, g in self._needed()]):
+            if group is not exact and finite.size and self._exact_answers(float(np.median(finite))):
+                return None
+            out = None
+            for g in group:
+                if isinstance(g, str):
+                    continue
+                try:
+                    values = g.delta_bounds(eps)
+                except (NotImplied, NumericalError, AccuracyNotReached):
+                    continue
+                if values is not None:
+                    out = values if out is None else np.minimum(out, values)
+            if out is not None:
+                return out
+        return None
+
+    def _exact_answers(self, epsilon: float) -> bool:
+        """Whether an exact analysis answers δ(``epsilon``) (else the needed ones run)."""
+        for _, g in self._exact():
+            try:
+                g.delta(epsilon)
+            except (NotImplied, NumericalError):
+                continue
+            return True
+        return False
 
     def epsilon_bound(self, delta: float) -> float:
         """ε(δ) as :meth:`epsilon`, but never refused for accuracy: where :meth:`epsilon` raises

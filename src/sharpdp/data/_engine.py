@@ -328,10 +328,14 @@ def read_csv(
         lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
         # the error, where, and why (DuckDB's "Original Line" is empty when the line is long)
         why = " ".join([ln for ln in lines if ln != "Original Line:"][:4])
+        # DuckDB's "Possible Solution: ..." names reader options a session does not take
+        why = why.split(" Possible Solution:")[0].rstrip().rstrip(".")
         hint = (
             "; declare the columns' types with schema={column: type}, which reads a value that "
             "does not parse as NULL"
             if schema is None and "could not convert" in text.lower()
+            else "; save it as UTF-8 text (or as Parquet) and open that"
+            if "not utf-8" in text.lower()
             else ""
         )
         raise InvalidParameter(f"table: cannot read {path!r}: {why}{hint}") from err

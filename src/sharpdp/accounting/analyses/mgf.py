@@ -42,7 +42,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -84,6 +84,12 @@ _NEGLIGIBLE = -700.0
 #: and the PLD runs); a composition sets a tenth of its own accuracy (``with_accuracy``), so that
 #: superseding the PLD never breaks the promise exact ≤ value ≤ exact·(1 + accuracy).
 _ANSWER_RTOL = 1e-7
+
+#: Most entries of the phase matrix e^{−iωε} that :meth:`Inversion.delta_uppers` forms at once.
+_PHASE_ENTRIES = 1 << 20
+
+#: Where :meth:`_InversionGuarantee.delta_bounds` makes plans, as quantiles of the points asked.
+_BOUND_ANCHORS = (0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875)
 
 #: Relative precision of ε(δ) (far below the inversion's own accuracy in δ).
 _EPS_RTOL = 1e-12
@@ -149,6 +155,8 @@ class Inversion:
         self.inf_mass_lo = max(0.0, -math.expm1(p_fin) * (1.0 - 1e-13))
         self.slack = sum(c * p.mgf_slack() for p, c in self.items)
         self._phi_cache: dict[tuple[int, _Plan], tuple[ComplexArray, FloatArray]] = {}
+        # φ on the nodes of the plans that :meth:`delta_uppers` evaluated, and those plans
+        self._bound_phi: dict[tuple[int, _Plan], tuple[ComplexArray, FloatArray]] = {}
         # the plans that certified the ε(δ) answers (any plan gives a valid bound at any ε):
         # δ(ε) at such an ε also tries its plan, so that δ(ε(δ)) ≤ δ exactly
         self._plans: dict[float, tuple[int, _Plan]] = {}
@@ -396,6 +404,77 @@ class Inversion:
         if core_lo > 0.0:  # (a negative core would only overflow the product: no lower end)
             lower += math.exp(log_pre - k_err - self.slack) * float(core_lo)
         return lower, min(1.0, upper * (1.0 + 4.0 * U)), a
+
+    def delta_uppers(self, epsilons: FloatArray, planned: tuple[int, _Plan]) -> FloatArray:
+        """The upper end of :meth:`_evaluate` at every ε ≥ 0 of ``epsilons`` with one plan.
+
+        Any tilt and nodes give a valid upper bound at every ε (the periodisation errs upwards,
+        and the truncation and rounding bounds hold at each ε), so φ is computed once on the
+        plan's nodes and the sum Σ Ĝ(ω)φ(ω)e^{−iωε} is formed for all ε at once: cheap, and as
+        sharp as :meth:`delta` near the ε the plan was made for, looser far from it. The terms
+        are those of :meth:`_evaluate`; the one change is that |Ĝφe^{−iωε}| is taken as
+        |Ĝφ|·(1 + 4u), which bounds every computed phase factor's modulus."""
+        eps = np.asarray(epsilons, dtype=np.float64).ravel()
+        r0, plan = planned
+        a = plan.a
+        out = np.ones(eps.size)
+        k_abs = self._k_abs(a)
+        k_err = 16.0 * U * (k_abs + a * eps + 4.0) + self.slack
+        log_pre = plan.k_a - a * eps
+        beyond = eps >= self.max_loss
+        chernoff = log_pre < _NEGLIGIBLE
+        with np.errstate(over="ignore", under="ignore"):
+            far = np.maximum(np.exp(np.minimum(log_pre + k_err, 700.0)), 5e-324)
+        out = np.where(chernoff, np.minimum(1.0, self.inf_mass_hi + far), out)
+        out = np.where(beyond, self.inf_mass_hi, out)
+        live = np.flatnonzero(~beyond & ~chernoff)
+        if live.size == 0:
+            return out
+        closed = np.zeros(live.size)
+        if r0 > 0:
+            pair, count = self.items[0]
+            assert isinstance(pair, LaplacePair)
+            parts = [_lattice_spline_delta(pair.epsilon0, count, r0, float(e)) for e in eps[live]]
+            closed = np.array([c + err for c, err in parts])
+            if r0 > count:  # every term is in closed form
+                out[live] = np.minimum(1.0, closed)
+                return out
+        d_omega = 2.0 * math.pi / plan.period
+        om = d_omega * np.arange(plan.nodes + 1, dtype=np.float64)
+        if planned not in self._bound_phi:  # (the few plans of the bounds, kept apart)
+            if len(self._bound_phi) >= 16:
+                self._bound_phi.pop(next(iter(self._bound_phi)))
+            self._bound_phi[planned] = self._phi(a, om, r0)
+        phi, phi_err = self._bound_phi[planned]
+        g_hat = 1.0 / ((a + 1j * om) * (a + 1.0 + 1j * om))
+        g_abs = np.abs(g_hat)
+        coef = g_hat * phi
+        mag = np.abs(coef) * (1.0 + 4.0 * U)
+        w = d_omega / (2.0 * math.pi)
+        # Σ err_terms = Σ g_abs·φ_err + 8u Σ mag·(4 + ω(2a + 2)) + 8u·ε Σ mag·ω (linear in ε)
+        err_fixed = float(np.sum(g_abs * phi_err)) + 8.0 * U * float(
+            np.sum(mag * (4.0 + om * (2.0 * a + 2.0)))
+        )
+        err_slope = 8.0 * U * float(np.sum(mag * om))
+        mag_sum = float(np.sum(mag))
+        weights = np.full(om.size, 2.0)
+        weights[0] = 1.0
+        totals = np.empty(live.size)
+        rows = max(1, _PHASE_ENTRIES // om.size)  # ε per block: the phase matrix stays small
+        for start in range(0, live.size, rows):
+            block = eps[live[start : start + rows]]
+            phase = np.exp(-1j * np.outer(block, om))
+            totals[start : start + rows] = w * ((phase * coef).real @ weights)
+        at = eps[live]
+        rounding = w * (2.0 * (err_fixed + err_slope * at) + 4.0 * (om.size + 2) * U * mag_sum)
+        tail = self._envelope(a, (plan.nodes + 1) * d_omega, r0) / (math.pi * d_omega * plan.nodes)
+        tail *= 1.0 + 1e-9
+        with np.errstate(over="ignore", invalid="ignore"):
+            upper = self.inf_mass_hi + closed
+            upper = upper + np.exp(log_pre[live] + k_err[live]) * (totals + tail + rounding)
+            upper = np.minimum(1.0, upper * (1.0 + 4.0 * U))
+        out[live] = np.where(np.isfinite(upper), upper, 1.0)
+        return out
 
     def delta(self, epsilon: float) -> float:
         """A certified upper bound on δ(ε), within about the tolerance of the exact value."""
@@ -782,6 +861,7 @@ def _integral_y_pow_exp(n: int, lam: float, y: float) -> tuple[float, float]:
     return fact * (1.0 - ez * poly), 64.0 * U * (n + 4.0) * abs(fact) * (1.0 + ez * poly_abs)
 
 
+@functools.lru_cache(maxsize=8192)  # (the same ε recurs across plans and between callers)
 def _lattice_spline_delta(eps0: float, count: int, r0: int, epsilon: float) -> tuple[float, float]:
     """Σ_{r<r0} of the δ(ε) contributions of C(c, r) α^{*(c−r)} * γ^{*r}, and an error bound.
 
@@ -923,6 +1003,29 @@ class _InversionGuarantee(Guarantee):
     @functools.cached_property
     def _inversion(self) -> Inversion:
         return Inversion(self.pairs)
+
+    def delta_bounds(self, epsilons: Any) -> Any:
+        """Valid upper bounds on δ at every ε of ``epsilons`` from a few plans
+        (:meth:`Inversion.delta_uppers`): those made for ε at the quantiles
+        :data:`_BOUND_ANCHORS` of the (finite, non-negative) points of the first call, and
+        those that certified ε(δ) answers, the least bound kept at each ε. ``None`` when no plan
+        could be made (the law is too close to atomic: :meth:`delta` then declines too)."""
+        eps = np.asarray(epsilons, dtype=np.float64)
+        inversion = self._inversion
+        finite = np.sort(eps[np.isfinite(eps) & (eps >= 0.0)].ravel())
+        # the plans of earlier calls serve again (points refined between them, say)
+        plans = [*inversion._plans.values(), *inversion._bound_phi]
+        for q in _BOUND_ANCHORS if finite.size and not inversion._bound_phi else ():
+            with contextlib.suppress(NotImplied, NumericalError):
+                plans.append(inversion._plan_any(float(finite[int(q * (finite.size - 1))])))
+        out = None
+        for plan in dict.fromkeys(plans):  # (distinct plans, in order)
+            try:
+                values = inversion.delta_uppers(eps, plan).reshape(eps.shape)
+            except (NotImplied, NumericalError):
+                continue
+            out = values if out is None else np.minimum(out, values)
+        return out
 
     def _epsilon(self, delta: float) -> float:
         eps = float(self._inversion.epsilon(delta))

@@ -3,16 +3,17 @@ and composed by FFT (:mod:`sharpdp.accounting.pld`) [Doroshenko–Ghazi–Kamath
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sharpdp.accounting._items import (
     Items,
 )
 from sharpdp.accounting.registry import analysis
-from sharpdp.errors import AccuracyNotReached, NotImplied
+from sharpdp.errors import AccuracyNotReached, NotImplied, NumericalError
 from sharpdp.guarantees import Guarantee
 
 if TYPE_CHECKING:
@@ -97,6 +98,22 @@ class _PLDGuarantee(Guarantee):
             lo, hi = self._result.delta_bracket(at, rival)
         return math.inf if lo >= rival else self._certified(quantity, at, lo, hi)
 
+    def delta_bounds(self, epsilons: Any) -> Any:
+        """Valid upper bounds on δ at every ε of ``epsilons`` from the composed grids
+        (:meth:`~sharpdp.accounting.pld.PLDResult.delta_upper_bounds`). When none was composed
+        yet, δ is first certified at a few ε spread over the (finite, non-negative) points
+        asked, so that grids tilted for each part of the range exist."""
+        import numpy as np
+
+        eps = np.asarray(epsilons, dtype=np.float64)
+        result = self._result
+        if not result._cache:
+            finite = np.sort(eps[np.isfinite(eps) & (eps >= 0.0)].ravel())
+            for q in _ANCHORS if finite.size else ():
+                with contextlib.suppress(AccuracyNotReached, NotImplied, NumericalError):
+                    result.delta_bracket(float(finite[int(q * (finite.size - 1))]))
+        return result.delta_upper_bounds(eps)
+
     def _certified(self, quantity: str, at: float, lo: float, hi: float) -> float:
         """``hi`` when the bracket [lo, hi] meets the accuracy (the slack the refinement allows:
         1e-12 on ε, the truncated tails' 1e3·tail on δ); else :class:`AccuracyNotReached`,
@@ -113,6 +130,8 @@ class _PLDGuarantee(Guarantee):
         return self._certified("delta", epsilon, *self._result.delta_bracket(epsilon))
 
 
+#: Where :meth:`_PLDGuarantee.delta_bounds` first certifies δ, as quantiles of the points asked.
+_ANCHORS = (0.0, 0.25, 0.5, 0.75)
 #: Relative accuracy of the coarse PLD pass that decides whether refining can pay off.
 _COARSE = 1e-2
 #: The coarse pass merges dominated pairs only for compositions of more distinct items than this

@@ -826,6 +826,26 @@ class PLDResult:
         )
         return float(lo), float(hi)
 
+    def delta_upper_bounds(self, epsilons: FloatArray) -> FloatArray:
+        """Valid upper bounds on δ(ε) at every ε ≥ 0 of ``epsilons`` from the grids composed so
+        far: the least over their pessimistic sides, 1 where none was composed. Each pessimistic
+        law bounds the exact composition's profile at every ε (its discretisation, truncation
+        and float error are all pessimistic, the error terms evaluated at each ε), so their
+        minimum does too; nothing is composed here, so it is cheap, but only as sharp as those
+        grids are at each ε (each was tilted and refined for the query it answered)."""
+        eps = np.asarray(epsilons, dtype=np.float64)
+        out = np.ones(eps.shape)
+        if not self.items:
+            return np.zeros(eps.shape)
+        flat = eps.ravel()
+        for pess, _ in list(self._cache.values()):
+            if isinstance(pess, DiscretePLD):
+                values = pess.deltas(flat)
+            else:  # atoms summed around the FFT composition (WithAtoms): point by point
+                values = np.array([pess.delta(float(e)) for e in flat])
+            out = np.minimum(out, values.reshape(eps.shape))
+        return out
+
     def delta(self, epsilon: float) -> float:
         """Smallest δ certified at ε by the PLD (pessimistic; a valid upper bound)."""
         return self.delta_bracket(epsilon)[1]
