@@ -32,6 +32,7 @@ from reference import (
     gaussian_delta,
     gaussian_epsilon,
     invert_profile,
+    laplace_gaussian_delta,
     laplace_renyi,
     laplace_renyi_quad,
     rr_delta,
@@ -848,3 +849,41 @@ def test_top_one_is_the_exponential_mechanism() -> None:
         assert top.delta(e) == approx(mp_float(br_delta(eps, e)), rel=1e-9)
     assert sdp.convert(top, sdp.GDP).mu == sdp.convert(sdp.Exponential(eps), sdp.GDP).mu
     assert sdp.convert(sdp.TopK(3, eps), sdp.BoundedRange) == sdp.BoundedRange(6 * eps)
+
+
+# -- compositions with an unbounded loss: μ from the items' own ------------------------------------
+
+
+def test_a_composition_with_a_gaussian_converts_to_gdp_from_its_items() -> None:
+    """Two Laplace mechanisms (ε0 = 1) and a Gaussian (μ = 1/3): the loss is unbounded, so the
+    profile route cannot answer (it raised before); μ = √(2μ_L² + 1/9) with μ_L the least μ of
+    the Laplace profile (computed independently, 40-digit root finding), within 1e-9 of it; and
+    valid: δ_μ(ε) is above the composition's exact δ(ε) (quadrature) at four ε."""
+    c = sdp.compose([(sdp.Laplace(1.0), 2), (sdp.Gaussian(3.0), 1)])
+    got = sdp.convert(c, sdp.GDP).mu
+    mu_laplace = _least_gdp_mu(lambda e: 1 - mp.e ** ((e - 1) / 2), 1.0)
+    expected = math.sqrt(2 * mu_laplace**2 + 1 / 9)
+    assert expected <= got <= expected * (1 + 1e-9)
+    for e in (0.0, 0.5, 1.5, 3.0):
+        not_below(sdp.GDP(got).delta(e), laplace_gaussian_delta(1.0, 2, 1 / 3, e))
+
+
+def test_gaussians_alone_compose_to_their_exact_mu() -> None:
+    got = sdp.convert(sdp.compose([(sdp.Gaussian(2.0), 3), (sdp.Gaussian(4.0), 2)]), sdp.GDP).mu
+    exact = math.sqrt(3 / 4 + 2 / 16)
+    assert exact <= got <= exact * (1 + 1e-14)
+
+
+def test_the_items_route_leaves_bounded_losses_to_the_profile() -> None:
+    """Bounded loss: the profile route gives the least μ of the composed profile, below any
+    composition of the items' μ (here 2 × 1.030064 → 1.4567): the items' route declines."""
+    c = sdp.compose([(sdp.Laplace(1.0), 2)])
+    with pytest.raises(sdp.NotImplied, match="bounded"):
+        sdp.convert(c, sdp.GDP, method="gdp-of-items")
+    assert sdp.convert(c, sdp.GDP).mu < math.sqrt(2) * 1.030064
+
+
+def test_an_item_without_gdp_is_named() -> None:
+    c = sdp.compose([(sdp.ApproxDP(1.0, 1e-6), 1), (sdp.Gaussian(2.0), 1)])
+    with pytest.raises(sdp.NotImplied, match=r"ApproxDP\(epsilon=1.0, delta=1e-06\) has no GDP"):
+        sdp.convert(c, sdp.GDP)

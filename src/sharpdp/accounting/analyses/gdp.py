@@ -6,10 +6,12 @@ import math
 
 from sharpdp import _math
 from sharpdp.accounting._items import (
+    Composed,
     Items,
     all_gaussian,
 )
 from sharpdp.accounting.registry import analysis
+from sharpdp.conversions import register
 from sharpdp.errors import NotImplied
 from sharpdp.guarantees import GDP, Guarantee
 
@@ -29,3 +31,37 @@ def _gdp(items: Items, adaptive: bool) -> Guarantee:
         mus.append((g.mu, c))
     return GDP(_math.up(math.sqrt(math.fsum(c * m * m for m, c in mus))))
 
+
+
+@register(
+    Composed,
+    GDP,
+    name="gdp-of-items",
+    theorem=(
+        "each item's own μ_i-GDP (its sharpest conversion), composed: √(Σ c_i μ_i²)-GDP, "
+        "adaptively (Dong–Roth–Su 2019 Cor 3.3)"
+    ),
+)
+def composed_to_gdp(g: Composed) -> GDP:
+    """A composition's μ-GDP from its items': μ = √(Σ c_i μ_i²), rounded up, with μ_i each item's
+    sharpest GDP conversion (valid adaptively, Dong–Roth–Su 2019 Cor 3.3). For a composition
+    whose privacy loss is bounded the profile route certifies the least μ of the composed
+    profile itself, which this can never beat (up to that profile's accuracy), so this route
+    answers only where that one cannot: an item with an unbounded loss, e.g. a Gaussian.
+
+    Raises:
+        NotImplied: the loss is bounded (the profile route answers), or an item has no GDP
+            guarantee (the message names it).
+    """
+    from sharpdp.conversions import convert
+
+    if math.isfinite(g.renyi(math.inf)):
+        raise NotImplied("the privacy loss is bounded: the profile route gives the least μ")
+    total = []
+    for item, count in g.items:
+        try:
+            mu = convert(item, GDP).mu
+        except NotImplied as err:
+            raise NotImplied(f"{item!r} has no GDP guarantee ({err})") from None
+        total.append(count * _math.up(mu * mu))
+    return GDP(_math.up(math.sqrt(_math.up(math.fsum(total)))))
