@@ -275,6 +275,8 @@ class Composition(Composed):
         for _, g in self._exact():
             try:
                 g.delta(epsilon)
+            except AccuracyNotReached:
+                return True  # (it answered, not to the accuracy: delta() then raises as well)
             except (NotImplied, NumericalError):
                 continue
             return True
