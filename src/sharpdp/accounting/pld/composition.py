@@ -838,12 +838,8 @@ class PLDResult:
         if not self.items:
             return np.zeros(eps.shape)
         flat = eps.ravel()
-        for pess, _ in list(self._cache.values()):
-            if isinstance(pess, DiscretePLD):
-                values = pess.deltas(flat)
-            else:  # atoms summed around the FFT composition (WithAtoms): point by point
-                values = np.array([pess.delta(float(e)) for e in flat])
-            out = np.minimum(out, values.reshape(eps.shape))
+        for pess, _ in list(self._cache.values()):  # (DiscretePLD, or WithAtoms around one)
+            out = np.minimum(out, pess.deltas(flat).reshape(eps.shape))
         return out
 
     def delta(self, epsilon: float) -> float:

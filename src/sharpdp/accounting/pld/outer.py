@@ -207,6 +207,12 @@ class WithAtoms:
         total = a.inf_lo + _dot(a.mass_lo, dr) * (1.0 - 2 * (n + 4) * U)
         return max(0.0, min(1.0, total * (1.0 - 4 * U)))
 
+    def deltas(self, ts: FloatArray) -> FloatArray:
+        """:meth:`delta` at every ε ≥ 0 of ``ts`` (point by point: each is a sum over the atoms,
+        itself vectorised)."""
+        flat = np.asarray(ts, dtype=np.float64).ravel()
+        return np.array([self.delta(float(t)) for t in flat], dtype=np.float64)
+
     def epsilon(self, delta: float) -> float:
         """ε(δ) on this side. Pessimistic: the least ε found with δ(ε) ≤ δ (checked), by
         bisection to a relative 1e-13. Optimistic: the largest ε found with δ(ε) > δ (checked:
