@@ -642,3 +642,46 @@ def br_pair_k_fold_delta(eta: float, k: int, epsilon: float) -> mp.mpf:
         if len(pts) < 2:  # ε ≥ kη: no loss exceeds ε
             return mp.mpf(0)
         return mp.quad(lambda s: (1 - mp.exp(e - s)) * density(s), pts)
+
+
+def least_gdp_mu(
+    profile: Callable[[mp.mpf], mp.mpf],
+    top: float,
+    bracket: tuple[str, str] = ("1e-6", "200"),
+    points: int = 400,
+) -> float:
+    """sup over ε in [0, top] of the μ solving δ_μ(ε) = profile(ε) (40 digits): the least μ
+    whose Gaussian profile lies above ``profile`` (Dong–Roth–Su 2019, Prop 2.12). A scan of ``points``
+    points, then a golden-section search around the largest."""
+    with mp.workdps(40):
+
+        def delta_mu(mu: mp.mpf, e: mp.mpf) -> mp.mpf:
+            return mp.ncdf(mu / 2 - e / mu) - mp.e**e * mp.ncdf(-mu / 2 - e / mu)
+
+        def mu_at(e: mp.mpf) -> mp.mpf:
+            target = profile(e)
+            if target <= 0:
+                return mp.mpf(0)
+            f, ends = (lambda m: delta_mu(m, e) - target), (mp.mpf(bracket[0]), mp.mpf(bracket[1]))
+            try:  # Pegasus: bracketing (keeps the sign change) and superlinear
+                return mp.findroot(f, ends, solver="pegasus", tol=mp.mpf(10) ** -30)
+            except ValueError:  # its final check of |f| failed (a steep f): bisect instead
+                return mp.findroot(f, ends, solver="bisect", tol=mp.mpf(10) ** -30)
+
+        step = mp.mpf(top) / points
+        best = max(range(points), key=lambda i: mu_at(i * step))
+        lo, hi = max(best - 1, 0) * step, min(best + 1, points) * step
+        # golden section: one new evaluation per step, the bracket shrinks by 1/φ (50 steps: 1e-10)
+        r = (mp.sqrt(5) - 1) / 2
+        m1, m2 = hi - r * (hi - lo), lo + r * (hi - lo)
+        f1, f2 = mu_at(m1), mu_at(m2)
+        for _ in range(50):
+            if f1 > f2:
+                hi, m2, f2 = m2, m1, f1
+                m1 = hi - r * (hi - lo)
+                f1 = mu_at(m1)
+            else:
+                lo, m1, f1 = m1, m2, f2
+                m2 = lo + r * (hi - lo)
+                f2 = mu_at(m2)
+        return float(max(mu_at(best * step), f1, f2))

@@ -35,6 +35,7 @@ from reference import (
     laplace_gaussian_delta,
     laplace_renyi,
     laplace_renyi_quad,
+    least_gdp_mu,
     rr_delta,
     rr_renyi,
     sup_renyi_over_alpha,
@@ -682,49 +683,6 @@ def test_convert_rejects_non_guarantees(bad: object) -> None:
         sdp.convert(sdp.PureDP(1.0), bad)  # type: ignore[arg-type]
 
 
-def _least_gdp_mu(
-    profile: Callable[[mp.mpf], mp.mpf],
-    top: float,
-    bracket: tuple[str, str] = ("1e-6", "200"),
-    points: int = 400,
-) -> float:
-    """sup over ε in [0, top] of the μ solving δ_μ(ε) = profile(ε) (40 digits): the least μ
-    whose Gaussian profile lies above ``profile`` (Dong–Roth–Su 2019, Prop 2.12). A scan of ``points``
-    points, then a golden-section search around the largest."""
-    with mp.workdps(40):
-
-        def delta_mu(mu: mp.mpf, e: mp.mpf) -> mp.mpf:
-            return mp.ncdf(mu / 2 - e / mu) - mp.e**e * mp.ncdf(-mu / 2 - e / mu)
-
-        def mu_at(e: mp.mpf) -> mp.mpf:
-            target = profile(e)
-            if target <= 0:
-                return mp.mpf(0)
-            f, ends = (lambda m: delta_mu(m, e) - target), (mp.mpf(bracket[0]), mp.mpf(bracket[1]))
-            try:  # Pegasus: bracketing (keeps the sign change) and superlinear
-                return mp.findroot(f, ends, solver="pegasus", tol=mp.mpf(10) ** -30)
-            except ValueError:  # its final check of |f| failed (a steep f): bisect instead
-                return mp.findroot(f, ends, solver="bisect", tol=mp.mpf(10) ** -30)
-
-        step = mp.mpf(top) / points
-        best = max(range(points), key=lambda i: mu_at(i * step))
-        lo, hi = max(best - 1, 0) * step, min(best + 1, points) * step
-        # golden section: one new evaluation per step, the bracket shrinks by 1/φ (50 steps: 1e-10)
-        r = (mp.sqrt(5) - 1) / 2
-        m1, m2 = hi - r * (hi - lo), lo + r * (hi - lo)
-        f1, f2 = mu_at(m1), mu_at(m2)
-        for _ in range(50):
-            if f1 > f2:
-                hi, m2, f2 = m2, m1, f1
-                m1 = hi - r * (hi - lo)
-                f1 = mu_at(m1)
-            else:
-                lo, m1, f1 = m1, m2, f2
-                m2 = lo + r * (hi - lo)
-                f2 = mu_at(m2)
-        return float(max(mu_at(best * step), f1, f2))
-
-
 @pytest.mark.parametrize("eps0", [0.1, 1.0, 10.0])
 def test_laplace_to_gdp_by_its_profile_is_valid_and_sharp(eps0: float) -> None:
     """The profile-certificate route: never below the least μ computed independently (the
@@ -732,7 +690,7 @@ def test_laplace_to_gdp_by_its_profile_is_valid_and_sharp(eps0: float) -> None:
     (measured 2e-11 to 1e-10; 5e-6 to 7e-6 before the chord/tangent check between grid points);
     the route through ε-DP gave 2Φ⁻¹(e^ε0/(1 + e^ε0)), 20% more at ε0 = 1."""
     got = sdp.convert(sdp.Laplace(1.0 / eps0), sdp.GDP).mu
-    exact = _least_gdp_mu(lambda e: 1 - mp.e ** ((e - eps0) / 2), eps0)
+    exact = least_gdp_mu(lambda e: 1 - mp.e ** ((e - eps0) / 2), eps0)
     assert got >= exact
     assert got <= exact * (1 + 1e-9)
     assert got < sdp.convert(sdp.PureDP(eps0), sdp.GDP).mu
@@ -744,7 +702,7 @@ def test_randomized_response_and_bounded_range_to_gdp_by_their_profiles() -> Non
     10⁻⁹ of it, measured 4e-11)."""
     eps = 1.0
     got = sdp.convert(sdp.RandomizedResponse(eps, 4), sdp.GDP).mu
-    exact = _least_gdp_mu(lambda e: mp.mpf(rr_delta(eps, float(e), 4)), eps)
+    exact = least_gdp_mu(lambda e: mp.mpf(rr_delta(eps, float(e), 4)), eps)
     assert exact <= got <= exact * (1 + 1e-9)
     assert got < sdp.convert(sdp.PureDP(eps), sdp.GDP).mu
     br = sdp.convert(sdp.BoundedRange(2.0), sdp.GDP).mu
@@ -792,7 +750,7 @@ def test_a_composition_to_gdp_by_its_profile_is_sharp() -> None:
 
     eps0, n = 0.5, 20
     got = profile_to_gdp(sdp.compose([(sdp.RandomizedResponse(eps0), n)])).mu
-    least = _least_gdp_mu(
+    least = least_gdp_mu(
         lambda e: mp.e ** mp.mpf(_binary_rr_composition_log_delta(eps0, n, float(e))), eps0 * n
     )
     assert least <= got <= least * (1 + 1e-8)
@@ -834,7 +792,7 @@ def test_tiny_mu_is_certified_by_the_profile(
     conversion fell back to ε-DP's μ, 2–4.2× larger. Now within 10⁻⁶ of the least μ computed
     independently (40-digit root finding on the exact profile; measured 3e-8 and 2e-7)."""
     mu = sdp.convert(g, sdp.GDP).mu
-    least = _least_gdp_mu(profile, top, bracket=("1e-10", "1e-4"), points=40)
+    least = least_gdp_mu(profile, top, bracket=("1e-10", "1e-4"), points=40)
     assert least <= mu <= least * (1 + 1e-6)
 
 
@@ -861,7 +819,7 @@ def test_a_composition_with_a_gaussian_converts_to_gdp_from_its_items() -> None:
     valid: δ_μ(ε) is above the composition's exact δ(ε) (quadrature) at four ε."""
     c = sdp.compose([(sdp.Laplace(1.0), 2), (sdp.Gaussian(3.0), 1)])
     got = sdp.convert(c, sdp.GDP).mu
-    mu_laplace = _least_gdp_mu(lambda e: 1 - mp.e ** ((e - 1) / 2), 1.0)
+    mu_laplace = least_gdp_mu(lambda e: 1 - mp.e ** ((e - 1) / 2), 1.0)
     expected = math.sqrt(2 * mu_laplace**2 + 1 / 9)
     assert expected <= got <= expected * (1 + 1e-9)
     for e in (0.0, 0.5, 1.5, 3.0):

@@ -21,10 +21,10 @@ from reference import (
     laplace_gaussian_delta,
     laplace_k_fold_delta,
     laplace_pair_delta,
+    least_gdp_mu,
     rr_gaussian_delta,
 )
 from sharpdp.accounting.pld import compose_pld
-from test_conversions import _least_gdp_mu
 
 
 def _binary_rr_delta(eps0: float, n: int, epsilon: float) -> float:
@@ -77,10 +77,14 @@ def test_a_single_mechanism_offers_none_and_the_empty_composition_zeros() -> Non
 
 
 def test_bad_points_are_refused() -> None:
-    c = sdp.compose([(sdp.Laplace(2.0), 3)])
-    for bad in ([-0.1], [math.nan], [0.5, -1.0]):
-        with pytest.raises(sdp.InvalidParameter, match="≥ 0"):
-            c.delta_bounds(np.array(bad))
+    """By every guarantee, offering bounds or not, before anything is computed."""
+    for g in (sdp.compose([(sdp.Laplace(2.0), 3)]), sdp.Laplace(1.0)):
+        for bad in ([-0.1], [math.nan], [0.5, -1.0], -np.inf):
+            with pytest.raises(sdp.InvalidParameter, match=r">= 0 \(inf allowed\)"):
+                g.delta_bounds(np.array(bad))
+        for junk in (["a"], [True, False], [1 + 2j], None):
+            with pytest.raises(sdp.InvalidParameter, match="array of real numbers"):
+                g.delta_bounds(junk)
 
 
 def test_k_fold_laplace_bounds_hold_the_quadrature() -> None:
@@ -179,5 +183,5 @@ def test_gdp_of_a_composition_is_the_least_mu_of_its_exact_profile() -> None:
     got = sdp.convert(
         sdp.compose([(sdp.Laplace(1 / lap), 1), (sdp.RandomizedResponse(rr), n)]), sdp.GDP
     ).mu
-    least = _least_gdp_mu(lambda e: _laplace_rr_delta(lap, rr, n, float(e)), lap + n * rr)
+    least = least_gdp_mu(lambda e: _laplace_rr_delta(lap, rr, n, float(e)), lap + n * rr)
     assert least <= got <= least * (1 + 1e-5)

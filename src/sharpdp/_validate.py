@@ -10,11 +10,20 @@ import math
 import numbers
 import operator
 from collections.abc import Iterable, Sequence
-from typing import cast
+from typing import Any, cast
 
 from sharpdp.errors import InvalidParameter
 
-__all__ = ["integer", "nonnegative", "order", "positive", "probability", "real", "sequence"]
+__all__ = [
+    "integer",
+    "nonnegative",
+    "nonnegative_array",
+    "order",
+    "positive",
+    "probability",
+    "real",
+    "sequence",
+]
 
 
 def real(name: str, value: object, *, allow_inf: bool = False) -> float:
@@ -93,3 +102,17 @@ def sequence(name: str, value: object, what: str) -> list[object]:
     if isinstance(value, str | bytes) or not (isinstance(value, Sequence) or vector):
         raise InvalidParameter(f"{name} must be {what}, got {value!r}")
     return list(cast(Iterable[object], value))
+
+
+def nonnegative_array(name: str, value: object) -> Any:
+    """``value`` as a float64 array of reals ``>= 0`` (``inf`` allowed; NaN, negatives, text and
+    booleans rejected)."""
+    import numpy as np
+
+    raw = np.asarray(value)
+    if raw.dtype.kind not in "iuf":
+        raise InvalidParameter(f"{name} must be an array of real numbers, got {value!r}")
+    x = raw.astype(np.float64)
+    if np.isnan(x).any() or (x < 0.0).any():
+        raise InvalidParameter(f"{name} must be >= 0 (inf allowed), got {value!r}")
+    return x + 0.0

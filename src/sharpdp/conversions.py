@@ -521,8 +521,9 @@ def profile_to_gdp(g: Guarantee) -> GDP:
     used is a valid upper bound, so the certificate is unchanged, and the μ reported is that of
     an interval with sharp ends (measured: 10 Laplace mechanisms 3.9 → 1.6 s, 3 Laplace and 2
     exponential mechanisms 3.8 → 0.6 s, the same μ to ±5e-6 relative, within the composition's
-    own accuracy). Valid for
-    every source with a finite max-divergence; it errs upwards by the grid's resolution
+    own accuracy).
+
+    Valid for every source with a finite max-divergence; it errs upwards by the grid's resolution
     (measured within 1e-10 relative of the least μ for the Laplace mechanism and k-ary
     randomized response, 5e-10 for 20 randomized responses composed) and, where the profile's
     floats bottom out, by the Rényi bound's slack (at most +5e-5 over the least μ for 10⁴
@@ -668,9 +669,9 @@ def _log_profile(
 ) -> tuple[Callable[[Any], Any], Callable[[Any], tuple[Any, bool]]]:
     """ε ↦ an upper bound on log δ_g(ε) (vectorised), two ways: sharp, from ``g.delta`` point by
     point, and a first pass, from ``g.delta_bounds`` where ``g`` offers them (else the sharp
-    values), with a flag saying which it gave; each the least
-    of that and the Rényi bound of Canonne–Kamath–Steinke 2020 (Prop 12), log δ ≤ (α−1)(D_α − ε +
-    log(1 − 1/α)) − log α at each α of a grid, with D_α = ``g.renyi(α)`` ≤ D∞.
+    values), with a flag saying which it gave. Each is the least of that and the Rényi bound of
+    Canonne–Kamath–Steinke 2020 (Prop 12), log δ ≤ (α−1)(D_α − ε + log(1 − 1/α)) − log α at
+    each α of a grid, with D_α = ``g.renyi(α)`` ≤ D∞.
 
     The profile's floats end near 1e-308 (a composition reports a δ it cannot resolve as the
     smallest one, never 0), while δ_μ at ε near a large D∞ is far smaller: there, the float

@@ -205,8 +205,12 @@ class Guarantee:
         and more cheaply than :meth:`delta` point by point, but possibly looser; or ``None``
         when the guarantee has no cheaper way than :meth:`delta` (the default). Callers that
         need many points of the profile (the conversion to GDP) take these as a first pass and
-        ask :meth:`delta` only where the value matters."""
-        return None
+        ask :meth:`delta` only where the value matters.
+
+        Raises:
+            InvalidParameter: an ε that is negative, NaN or not a real number.
+        """
+        return self._delta_bounds(_validate.nonnegative_array("epsilons", epsilons))
 
     def renyi(self, alpha: float) -> float:
         """Upper bound on the Rényi divergence of order α (α = 1: KL, α = ∞: max-divergence)."""
@@ -238,6 +242,10 @@ class Guarantee:
     # -- hooks ------------------------------------------------------------------------------------
     def _renyi(self, alpha: float) -> float:
         return math.inf
+
+    def _delta_bounds(self, epsilons: Any) -> Any:
+        # (validated float64 array; None: no cheaper way than delta point by point)
+        return None
 
     def _randomized_response(self) -> tuple[float, int] | None:
         """(ε, k) when this guarantee's Rényi curve is exactly that of k-ary randomized response

@@ -232,43 +232,24 @@ class Composition(Composed):
         self._remember(epsilon, value)
         return self._promised("delta", epsilon, value, refused)
 
-    def delta_bounds(self, epsilons: Any) -> Any:
-        """Valid upper bounds on δ at every ε of ``epsilons`` at once (see
-        :meth:`Guarantee.delta_bounds`): those of the exact analysis when one applies and offers
-        them (the MGF inversion's, from a few plans), else the least of those the needed
-        analyses offer (the PLD's, from the grids it composed); ``None`` when none does."""
+    def _delta_bounds(self, epsilons: Any) -> Any:
+        """Valid upper bounds on δ at every ε at once (see :meth:`Guarantee.delta_bounds`): those
+        of the exact analysis when one applies and offers them (the MGF inversion's, from a
+        few plans); none when it offers none but answers (its points are cheap and sharp
+        already); else the least of those the needed analyses offer (the PLD's, from the grids
+        it composed); ``None`` when none does."""
         import numpy as np
 
-        eps = np.asarray(epsilons, dtype=np.float64)
-        if np.isnan(eps).any() or (eps < 0.0).any():
-            raise InvalidParameter(f"epsilons must be ≥ 0 (inf allowed); got {epsilons!r}")
         if not self.items:
-            return np.zeros(eps.shape)
-        top = np.isinf(eps)
+            return np.zeros(epsilons.shape)
+        top = np.isinf(epsilons)
         if top.any():  # δ(∞), the mass at infinity, is one number: asked once, exactly
-            out = self.delta_bounds(np.where(top, 0.0, eps))
+            out = self._delta_bounds(np.where(top, 0.0, epsilons))
             return None if out is None else np.where(top, self.delta(math.inf), out)
-        # an exact analysis's bounds alone when it offers some (it is the sharpest); when it
-        # offers none but answers (the points are then cheap and sharp already), none; else the
-        # least of those of the needed analyses that offer some
-        exact = [g for _, g in self._exact()]
-        finite = eps[np.isfinite(eps) & (eps >= 0.0)]
-        for group in (exact, [g for _, g in self._needed()]):
-            if group is not exact and finite.size and self._exact_answers(float(np.median(finite))):
-                return None
-            out = None
-            for g in group:
-                if isinstance(g, str):
-                    continue
-                try:
-                    values = g.delta_bounds(eps)
-                except (NotImplied, NumericalError, AccuracyNotReached):
-                    continue
-                if values is not None:
-                    out = values if out is None else np.minimum(out, values)
-            if out is not None:
-                return out
-        return None
+        out = _least_bounds([g for _, g in self._exact()], epsilons)
+        if out is not None or (epsilons.size and self._exact_answers(float(np.median(epsilons)))):
+            return out
+        return _least_bounds([g for _, g in self._needed()], epsilons)
 
     def _exact_answers(self, epsilon: float) -> bool:
         """Whether an exact analysis answers δ(``epsilon``) (else the needed ones run)."""
@@ -364,6 +345,24 @@ class Composition(Composed):
 MIN_ACCURACY = 1e-6
 #: Certified points a composition keeps (the oldest go first); lookups scan them linearly.
 _MAX_POINTS = 256
+
+
+def _least_bounds(analyses: list[Guarantee | str], epsilons: Any) -> Any:
+    """The least of the δ bounds that ``analyses`` offer at ``epsilons`` (those that could be
+    prepared), or ``None`` when none offers any."""
+    import numpy as np
+
+    out = None
+    for g in analyses:
+        if isinstance(g, str):
+            continue
+        try:
+            values = g.delta_bounds(epsilons)
+        except (NotImplied, NumericalError, AccuracyNotReached):
+            continue
+        if values is not None:
+            out = values if out is None else np.minimum(out, values)
+    return out
 
 
 def compose(items: Iterable[Item], adaptive: bool = True, *, accuracy: float = 1e-4) -> Composition:

@@ -32,7 +32,6 @@ def _gdp(items: Items, adaptive: bool) -> Guarantee:
     return GDP(_math.up(math.sqrt(math.fsum(c * m * m for m, c in mus))))
 
 
-
 @register(
     Composed,
     GDP,

@@ -1004,15 +1004,15 @@ class _InversionGuarantee(Guarantee):
     def _inversion(self) -> Inversion:
         return Inversion(self.pairs)
 
-    def delta_bounds(self, epsilons: Any) -> Any:
+    def _delta_bounds(self, epsilons: Any) -> Any:
         """Valid upper bounds on δ at every ε of ``epsilons`` from a few plans
         (:meth:`Inversion.delta_uppers`): those made for ε at the quantiles
         :data:`_BOUND_ANCHORS` of the (finite, non-negative) points of the first call, and
         those that certified ε(δ) answers, the least bound kept at each ε. ``None`` when no plan
         could be made (the law is too close to atomic: :meth:`delta` then declines too)."""
-        eps = np.asarray(epsilons, dtype=np.float64)
+        eps = epsilons
         inversion = self._inversion
-        finite = np.sort(eps[np.isfinite(eps) & (eps >= 0.0)].ravel())
+        finite = np.sort(eps[np.isfinite(eps)].ravel())
         # the plans of earlier calls serve again (points refined between them, say)
         plans = [*inversion._plans.values(), *inversion._bound_phi]
         for q in _BOUND_ANCHORS if finite.size and not inversion._bound_phi else ():

@@ -98,21 +98,20 @@ class _PLDGuarantee(Guarantee):
             lo, hi = self._result.delta_bracket(at, rival)
         return math.inf if lo >= rival else self._certified(quantity, at, lo, hi)
 
-    def delta_bounds(self, epsilons: Any) -> Any:
+    def _delta_bounds(self, epsilons: Any) -> Any:
         """Valid upper bounds on δ at every ε of ``epsilons`` from the composed grids
         (:meth:`~sharpdp.accounting.pld.PLDResult.delta_upper_bounds`). When none was composed
         yet, δ is first certified at a few ε spread over the (finite, non-negative) points
         asked, so that grids tilted for each part of the range exist."""
         import numpy as np
 
-        eps = np.asarray(epsilons, dtype=np.float64)
         result = self._result
         if not result._cache:
-            finite = np.sort(eps[np.isfinite(eps) & (eps >= 0.0)].ravel())
+            finite = np.sort(epsilons[np.isfinite(epsilons)].ravel())
             for q in _ANCHORS if finite.size else ():
                 with contextlib.suppress(AccuracyNotReached, NotImplied, NumericalError):
                     result.delta_bracket(float(finite[int(q * (finite.size - 1))]))
-        return result.delta_upper_bounds(eps)
+        return result.delta_upper_bounds(epsilons)
 
     def _certified(self, quantity: str, at: float, lo: float, hi: float) -> float:
         """``hi`` when the bracket [lo, hi] meets the accuracy (the slack the refinement allows:

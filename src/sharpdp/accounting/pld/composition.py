@@ -834,9 +834,9 @@ class PLDResult:
         minimum does too; nothing is composed here, so it is cheap, but only as sharp as those
         grids are at each ε (each was tilted and refined for the query it answered)."""
         eps = np.asarray(epsilons, dtype=np.float64)
-        out = np.ones(eps.shape)
         if not self.items:
             return np.zeros(eps.shape)
+        out = np.ones(eps.shape)
         flat = eps.ravel()
         for pess, _ in list(self._cache.values()):  # (DiscretePLD, or WithAtoms around one)
             out = np.minimum(out, pess.deltas(flat).reshape(eps.shape))
