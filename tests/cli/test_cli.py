@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +18,9 @@ from sharpdp._format import lower, upper
 from sharpdp.cli import app
 
 runner = CliRunner()
+
+#: The ``run_main`` fixture (tests/cli/conftest.py): ``sharpdp ARGS`` → (code, stdout, stderr).
+MainRun = Callable[[list[str]], tuple[int, str, str]]
 
 
 def script() -> list[str]:
@@ -214,15 +218,26 @@ def test_query_explain_writes_nothing_and_prices_against_the_recorded_budget(
     ],
 )
 def test_bad_input_is_one_line_and_a_nonzero_exit(
-    people_csv: Path, extra: list[str], message: str
+    people_csv: Path, extra: list[str], message: str, run_main: MainRun
 ) -> None:
+    code, out, err = run_main(["query", str(people_csv), *extra])
+    assert code != 0
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+    assert message in err
+
+
+def test_bad_input_from_the_installed_script_is_one_line(people_csv: Path) -> None:
+    """The same in a process of its own (the console script as installed)."""
+    extra = ["count-by", "nope", "--unit", "who", "--drop-null-units"]
     out = subprocess.run(
         [*script(), "query", str(people_csv), *extra], capture_output=True, text=True
     )
-    text = out.stdout + out.stderr
-    assert out.returncode != 0
-    assert "Traceback" not in text
-    assert message in text
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "nope" in out.stderr
 
 
 def test_keys_are_typed_by_their_column(people_csv: Path, tmp_path: Path) -> None:

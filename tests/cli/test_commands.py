@@ -13,6 +13,7 @@ import math
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,9 @@ from sharpdp.cli.capacity import classical_reading, textbook_count
 from sharpdp.mechanisms.calibration import classical_gaussian_sigma
 
 runner = CliRunner()
+
+#: The ``run_main`` fixture (tests/cli/conftest.py): ``sharpdp ARGS`` → (code, stdout, stderr).
+MainRun = Callable[[list[str]], tuple[int, str, str]]
 
 PLAN_TOML = """\
 [[item]]
@@ -69,20 +73,6 @@ def run_json(args: list[str]) -> dict[str, object]:
     assert result.exit_code == 0, result.output
     out: dict[str, object] = json.loads(result.stdout)
     return out
-
-
-def run_main(
-    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> tuple[int, str, str]:
-    """``sharpdp ARGS`` through the console script's ``main()``, in this process."""
-    monkeypatch.setattr(sys, "argv", ["sharpdp", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def printed(pattern: str, text: str) -> float:
@@ -227,16 +217,11 @@ def test_compose_names_the_flag_where_the_library_names_its_keyword(tmp_path: Pa
     ],
 )
 def test_compose_bad_plans_are_one_line(
-    tmp_path: Path,
-    body: str,
-    args: list[str],
-    message: str,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, body: str, args: list[str], message: str, run_main: MainRun
 ) -> None:
     path = tmp_path / "plan.toml"
     path.write_text(body, encoding="utf-8")
-    code, out, err = run_main(["compose", str(path), *args], capsys, monkeypatch)
+    code, out, err = run_main(["compose", str(path), *args])
     assert code != 0
     assert out == ""
     assert len(err.strip().splitlines()) == 1, err
@@ -296,13 +281,8 @@ def test_calibrate_rounds_noise_towards_more_noise() -> None:
         (["cauchy", "--target", "pure:1"], "cauchy"),
     ],
 )
-def test_calibrate_bad_input_is_one_line(
-    args: list[str],
-    message: str,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    code, out, err = run_main(["calibrate", *args], capsys, monkeypatch)
+def test_calibrate_bad_input_is_one_line(args: list[str], message: str, run_main: MainRun) -> None:
+    code, out, err = run_main(["calibrate", *args])
     assert code != 0
     assert out == ""
     assert len(err.strip().splitlines()) == 1, err
@@ -385,13 +365,8 @@ def test_classical_reading() -> None:
         (["pure:0", "--budget", "approx:1,1e-6"], "free"),
     ],
 )
-def test_capacity_bad_input_is_one_line(
-    args: list[str],
-    message: str,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    code, out, err = run_main(["capacity", *args], capsys, monkeypatch)
+def test_capacity_bad_input_is_one_line(args: list[str], message: str, run_main: MainRun) -> None:
+    code, out, err = run_main(["capacity", *args])
     assert code != 0
     assert out == ""
     assert len(err.strip().splitlines()) == 1, err
@@ -444,27 +419,23 @@ def test_budget_filters_and_prints_rounded(ledger: Path) -> None:
     assert "Dong–Roth–Su" in result.stdout  # the legend of the analyses used
 
 
-def test_budget_never_creates_a_ledger(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_budget_never_creates_a_ledger(tmp_path: Path, run_main: MainRun) -> None:
     missing = tmp_path / "missing.sqlite"
-    code, out, err = run_main(["budget", str(missing)], capsys, monkeypatch)
+    code, out, err = run_main(["budget", str(missing)])
     assert code == 2
     assert "does not exist" in err
     assert not missing.exists()
     bogus = tmp_path / "bogus.sqlite"
     bogus.write_text("not a ledger", encoding="utf-8")
-    code, out, err = run_main(["budget", str(bogus)], capsys, monkeypatch)
+    code, out, err = run_main(["budget", str(bogus)])
     assert code == 1
     assert out == ""
     assert len(err.strip().splitlines()) == 1, err
     assert bogus.read_text(encoding="utf-8") == "not a ledger"
 
 
-def test_budget_unknown_analyst(
-    ledger: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    code, out, err = run_main(["budget", str(ledger), "--analyst", "zed"], capsys, monkeypatch)
+def test_budget_unknown_analyst(ledger: Path, run_main: MainRun) -> None:
+    code, out, err = run_main(["budget", str(ledger), "--analyst", "zed"])
     assert code == 2  # invalid input (an unknown name), not a refusal
     assert out == ""
     assert "'zed'" in err
@@ -474,16 +445,14 @@ def test_budget_unknown_analyst(
 # -- convert, and errors in general -------------------------------------------------------------------
 
 
-def test_convert_rounds_up_and_takes_negative_values(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_convert_rounds_up_and_takes_negative_values(run_main: MainRun) -> None:
     result = runner.invoke(app, ["convert", "pure", "1", "--to", "zcdp"])
     assert result.exit_code == 0, result.output
     assert "ρ = 0.462118" in result.stdout  # ε·tanh(ε/2) = 0.46211716 rounded up
     assert "0.462117 " not in result.stdout
     got = run_json(["convert", "zcdp", "0.1", "--to", "approx", "--delta", "1e-5", "--json"])
     assert got["fields"] == {"ε": sdp.ZCDP(0.1).epsilon(1e-5)}
-    code, out, err = run_main(["convert", "pure", "-1"], capsys, monkeypatch)
+    code, out, err = run_main(["convert", "pure", "-1"])
     assert code == 2  # invalid input, as `convert pure nan` (noticed by the library here)
     assert out == ""
     assert "No such option" not in err
@@ -512,10 +481,8 @@ def test_debug_shows_the_traceback(
         ["convert", "pure", "1", "--digits", "0"],
     ],
 )
-def test_bad_input_fails_fast_in_one_line(
-    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    code, out, err = run_main(args, capsys, monkeypatch)
+def test_bad_input_fails_fast_in_one_line(args: list[str], run_main: MainRun) -> None:
+    code, out, err = run_main(args)
     assert code != 0
     assert out == ""  # nothing ran
     assert len(err.strip().splitlines()) == 1, err
@@ -532,9 +499,9 @@ def test_bad_input_fails_fast_in_one_line(
     ],
 )
 def test_usage_errors_point_to_the_help_of_the_command_that_refused(
-    args: list[str], hint: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    args: list[str], hint: str, run_main: MainRun
 ) -> None:
-    code, _, err = run_main(args, capsys, monkeypatch)
+    code, _, err = run_main(args)
     assert code == 2
     assert err.strip().endswith(hint), err
 
@@ -595,20 +562,16 @@ def test_convert_to_rdp_shows_the_order_asked_for() -> None:
     ],
 )
 def test_invalid_input_exits_2_whichever_layer_notices_it(
-    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    args: list[str], run_main: MainRun
 ) -> None:
-    code, out, err = run_main(args, capsys, monkeypatch)
+    code, out, err = run_main(args)
     assert code == 2, err
     assert out == ""
     assert len(err.strip().splitlines()) == 1, err
 
 
-def test_a_refused_request_exits_1(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_refused_request_exits_1(run_main: MainRun) -> None:
     """A valid request with no answer (no zCDP bound follows from (ε, δ)-DP) is a refusal."""
-    code, _out, err = run_main(
-        ["convert", "approx", "1", "1e-6", "--to", "zcdp"], capsys, monkeypatch
-    )
+    code, _out, err = run_main(["convert", "approx", "1", "1e-6", "--to", "zcdp"])
     assert code == 1, err
     assert "implies no ZCDP" in err
