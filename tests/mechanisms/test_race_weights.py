@@ -77,14 +77,40 @@ def test_fast_filtering_pass_keeps_the_law() -> None:
     assert_law(draws, law)
 
 
-def test_fast_filtering_pass_over_blocks_with_excluded_candidates() -> None:
+def test_fast_filtering_pass_over_blocks_with_excluded_candidates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The filtering pass over more than one block, with every 7th candidate excluded.
+
+    Excluded candidates are dropped before the race, so at the real block size (2²⁰) the 2²⁰ + 1000
+    scores leave ~900k live candidates: one block of the race, ~40 ms a draw. A few draws there
+    check the index map and that only the four top candidates win. The law is checked with the
+    block monkeypatched to 1024: the 1734 live candidates take two blocks of the race, and the four
+    top ones sit at live positions 3, 100 | B − 2, B + 5, on both sides of its boundary."""
     n = _race._BLOCK + 1000
     q = np.full(n, -50.0)
     q[::7] = -np.inf
     live = [3, 100, _race._BLOCK - 2, _race._BLOCK + 5]
     q[live] = [0.0, 1.0, 2.0, 0.5]
     em, rng = sdp.Exponential(2.0), np.random.default_rng(9)
-    draws = [em.select(q, rng=rng) for _ in range(300)]
+    draws = [em.select(q, rng=rng) for _ in range(10)]
     assert set(draws) <= set(live)
+    top = sdp.TopK(2, 2.0).select(q, rng=10)
+    assert set(top) <= set(live)
+
+    monkeypatch.setattr(_race, "_BLOCK", 1024)
+    n = _race._BLOCK + 1000
+    q = np.full(n, -50.0)
+    q[::7] = -np.inf
+    index = np.flatnonzero(np.isfinite(q))  # live position -> index
+    assert index.size > _race._BLOCK
+    live = [int(index[p]) for p in (3, 100, _race._BLOCK - 2, _race._BLOCK + 5)]
+    q[live] = [0.0, 1.0, 2.0, 0.5]
+    em, rng = sdp.Exponential(2.0), np.random.default_rng(9)
+    draws = [em.select(q, rng=rng) for _ in range(1_000)]
+    assert set(draws) <= set(live)
+    # c = ε/(2Δ) = 1: offsets q − max q = q − 2
+    law = weighted_law([Fraction(float(q[i])) - 2 for i in index], [1] * index.size)
+    assert_law(draws, {int(index[p]): v for p, v in law.items()})
     top = sdp.TopK(2, 2.0).select(q, rng=10)
     assert set(top) <= set(live)
