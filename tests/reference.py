@@ -27,8 +27,10 @@ Examples:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
-from itertools import product
+from functools import cache
+from itertools import pairwise, product
 
 import mpmath as mp
 
@@ -57,11 +59,20 @@ def rr_pair(epsilon: float, categories: int = 2) -> tuple[Dist, Dist]:
         return p, q
 
 
+@cache
+def _grr_constants(eta: float, prec: int) -> tuple[mp.mpf, mp.mpf]:
+    """e^{−η} and 1 − e^{−η} at ``prec`` bits (GRR_t's t-free part, computed once per η)."""
+    with mp.workprec(prec):
+        eta_ = _mpf(eta)
+        return mp.exp(-eta_), -mp.expm1(-eta_)
+
+
 def grr_pair(eta: float, t: float) -> tuple[Dist, Dist]:
     """The two-point pair GRR_t of η-bounded range (outcomes A, B; losses t and t − η)."""
     with mp.workdps(DPS):
         eta_, t_ = _mpf(eta), _mpf(t)
-        qa = (mp.exp(-t_) - mp.exp(-eta_)) / (-mp.expm1(-eta_))
+        exp_minus_eta, one_minus_exp_minus_eta = _grr_constants(eta, mp.mp.prec)
+        qa = (mp.exp(-t_) - exp_minus_eta) / one_minus_exp_minus_eta
         p = [mp.exp(t_) * qa, mp.exp(t_ - eta_) * (1 - qa)]
         return p, [qa, 1 - qa]
 
@@ -245,15 +256,28 @@ def br_renyi(eta: float, alpha: float, *, points: int = 400, iterations: int = 1
         )
 
 
-def br_delta(eta: float, epsilon: float, *, points: int = 400) -> mp.mpf:
-    """sup_t δ_{GRR_t}(ε) for t ∈ [0, η] (brute-force profile of η-bounded range)."""
+def br_delta(eta: float, epsilon: float, *, points: int = 400, iterations: int = 110) -> mp.mpf:
+    """sup_t δ_{GRR_t}(ε) for t ∈ [0, η] (brute-force profile of η-bounded range).
+
+    For ε ≥ 0 only outcome A (loss t) can exceed ε, and δ_{GRR_t}(ε) = (1 − e^{ε−t} − e^{t−η} +
+    e^{ε−η})/(1 − e^{−η}) on [ε, η] is concave in t: the golden section in the cells beside the
+    best grid point then finds the sup on any grid, its t within 2(η − ε)·0.618^n/points of the
+    argmax after n = ``iterations`` steps, its value within ~8(2·0.618^n/points)² of the sup
+    (relative; n = 60 and 40 points: 2e-27).
+    """
     with mp.workdps(DPS):
         eps = _mpf(epsilon)
         if eps >= _mpf(eta):
             return mp.mpf(0)
         # δ_{GRR_t}(ε) = 0 for t ≤ ε (no outcome has loss above ε), so grid t ∈ [max(ε, 0), η].
         lo = max(eps, mp.mpf(0))
-        return grid_sup(lambda t: hockey_stick(*grr_pair(eta, t), eps), lo, eta, points=points)
+        return grid_sup(
+            lambda t: hockey_stick(*grr_pair(eta, t), eps),
+            lo,
+            eta,
+            points=points,
+            iterations=iterations,
+        )
 
 
 def br_epsilon(eta: float, delta: float, *, points: int = 400) -> mp.mpf:
@@ -450,7 +474,11 @@ def bs16_lemma35_epsilon(rho: float, delta: float, xi: float = 0.0) -> mp.mpf:
 
 
 def sup_renyi_over_alpha(
-    curve: Callable[[mp.mpf], mp.mpf], *, top: float = 1e4, points: int = 300
+    curve: Callable[[mp.mpf], mp.mpf],
+    *,
+    top: float = 1e4,
+    points: int = 300,
+    iterations: int = 110,
 ) -> mp.mpf:
     """sup over α ∈ [1, top] of curve(α)/α (α = 1 included as the KL), brute force on log(α − 1).
 
@@ -463,6 +491,7 @@ def sup_renyi_over_alpha(
             -30,
             float(mp.log(top)),
             points=points,
+            iterations=iterations,
         )
         return max(kl, inner)
 
@@ -527,19 +556,62 @@ def _laplace_k_fold_pieces(e0: mp.mpf, k: int) -> Iterator[Piece]:
     """
     for r in range(k + 1):
         knots = [(2 * i - r) * e0 for i in range(r + 1)]
+        # exact integers (math.comb, not mp.binomial: the same values, without gamma functions)
+        signed = [(-1) ** i * math.comb(r, i) for i in range(r + 1)]
+        factorial = math.factorial(max(r - 1, 0))
 
-        def spline(s: mp.mpf, r: int = r, knots: list[mp.mpf] = knots) -> mp.mpf:
+        def spline(
+            s: mp.mpf,
+            r: int = r,
+            knots: list[mp.mpf] = knots,
+            signed: list[int] = signed,
+            factorial: int = factorial,
+        ) -> mp.mpf:
             acc = mp.mpf(0)
-            for i, c in enumerate(knots):
+            for coefficient, c in zip(signed, knots, strict=True):
                 if s > c:
-                    acc += (-1) ** i * mp.binomial(r, i) * (s - c) ** (r - 1)
-            return acc / mp.factorial(r - 1)
+                    acc += coefficient * (s - c) ** (r - 1)
+            return acc / factorial
 
         dens = (mp.exp(-e0 / 2) / 4) ** r
         for j in range(k - r + 1):
-            w = mp.binomial(k, r) * mp.binomial(k - r, j) * mp.mpf(0.5) ** (k - r - j)
+            w = math.comb(k, r) * math.comb(k - r, j) * mp.mpf(0.5) ** (k - r - j)
             w *= (mp.exp(-e0) / 2) ** j
             yield r, w * dens, (k - r - 2 * j) * e0, knots, spline
+
+
+def _finite_quad(f: Callable[[mp.mpf], mp.mpf], points: Sequence[mp.mpf]) -> tuple[mp.mpf, mp.mpf]:
+    """∫ f over [points[0], points[-1]], split at ``points`` (f analytic on each piece), and
+    mpmath's estimate of its error: see :func:`_checked`.
+
+    Gauss–Legendre: on such pieces it reaches the working precision with a fraction of tanh-sinh's
+    evaluations. mpmath stops on an *absolute* error estimate, so f is first divided by its
+    largest |value| at the points and midpoints (a 1e-308 integrand would "converge" at once).
+    """
+    probes = [*points, *((a + b) / 2 for a, b in pairwise(points))]
+    scale = max(abs(f(x)) for x in probes)
+    if scale == 0:
+        scale = mp.mpf(1)
+    value, error = mp.quad(lambda y: f(y) / scale, points, method="gauss-legendre", error=True)
+    return scale * value, scale * error
+
+
+def _checked(total: mp.mpf, error: mp.mpf) -> mp.mpf:
+    """``total``, after checking that the quadratures' error estimates sum to at most 1e-12 of
+    the working precision relative to it: a quadrature that did not converge raises instead of
+    returning a rough value (a piece far from where the integrand lives may fail alone, harmlessly:
+    only the sum's error counts)."""
+    if error > mp.mpf(10) ** (12 - mp.mp.dps) * abs(total):
+        raise ArithmeticError(f"quadrature did not converge (error {error}, value {total})")
+    return total
+
+
+def _split_at_transition(points: Sequence[mp.mpf], centre: mp.mpf, width: mp.mpf) -> list[mp.mpf]:
+    """``points`` plus centre ± {0, 1, 4, 16}·width inside their range: where δ_G(t − s) turns
+    from ~0 to ~1 − e^{t − s} (over a few μ), so that each piece stays smooth on its own scale."""
+    lo, hi = points[0], points[-1]
+    extra = {centre + m * width for m in (-16, -4, -1, 0, 1, 4, 16)}
+    return sorted({*points, *(x for x in extra if lo < x < hi)})
 
 
 def laplace_gaussian_delta(eps0: float, k: int, mu: float, epsilon: float) -> mp.mpf:
@@ -549,7 +621,7 @@ def laplace_gaussian_delta(eps0: float, k: int, mu: float, epsilon: float) -> mp
         raise ValueError("k ≤ 3 (quadrature over the B-spline pieces)")
     with mp.workdps(DPS):
         e0, m, e = _mpf(eps0), _mpf(mu), _mpf(epsilon)
-        total = mp.mpf(0)
+        total = error = mp.mpf(0)
         for r, w, x, knots, spline in _laplace_k_fold_pieces(e0, k):
             if r == 0:
                 total += w * _gaussian_delta_any(m, e - x)
@@ -558,8 +630,9 @@ def laplace_gaussian_delta(eps0: float, k: int, mu: float, epsilon: float) -> mp
             def f(s: mp.mpf, x: mp.mpf = x, spline: Callable[[mp.mpf], mp.mpf] = spline) -> mp.mpf:
                 return mp.exp(s / 2) * spline(s) * _gaussian_delta_any(m, e - x - s)
 
-            total += w * mp.quad(f, knots)
-        return total
+            value, err = _finite_quad(f, _split_at_transition(knots, e - x, m))
+            total, error = total + w * value, error + w * err
+        return _checked(total, error)
 
 
 def rr_gaussian_delta(eps0: float, k: int, mu: float, epsilon: float) -> mp.mpf:
@@ -568,7 +641,10 @@ def rr_gaussian_delta(eps0: float, k: int, mu: float, epsilon: float) -> mp.mpf:
         e0, m, e = _mpf(eps0), _mpf(mu), _mpf(epsilon)
         p = mp.exp(e0) / (1 + mp.exp(e0))
         return mp.fsum(
-            mp.binomial(k, j) * p ** (k - j) * (1 - p) ** j * _gaussian_delta_any(m, e - (k - 2 * j) * e0)
+            math.comb(k, j)
+            * p ** (k - j)
+            * (1 - p) ** j
+            * _gaussian_delta_any(m, e - (k - 2 * j) * e0)
             for j in range(k + 1)
         )
 
@@ -583,7 +659,7 @@ def approx_laplace_gaussian_delta(
         p = mp.exp(e0) / (1 + mp.exp(e0))
         fin = (1 - _mpf(delta0)) ** k
         inner = mp.fsum(
-            mp.binomial(k, j)
+            math.comb(k, j)
             * p ** (k - j)
             * (1 - p) ** j
             * laplace_gaussian_delta(lap_eps0, 1, mu, float(_mpf(epsilon) - (k - 2 * j) * e0))
@@ -599,7 +675,7 @@ def laplace_k_fold_delta(eps0: float, k: int, epsilon: float) -> mp.mpf:
     """
     with mp.workdps(DPS):
         e0, e = _mpf(eps0), _mpf(epsilon)
-        total = mp.mpf(0)
+        total = error = mp.mpf(0)
         for r, w, x, knots, spline in _laplace_k_fold_pieces(e0, k):
             t = e - x
             if r == 0:
@@ -612,8 +688,9 @@ def laplace_k_fold_delta(eps0: float, k: int, epsilon: float) -> mp.mpf:
             def f(s: mp.mpf, t: mp.mpf = t, spline: Callable[[mp.mpf], mp.mpf] = spline) -> mp.mpf:
                 return (mp.exp(s / 2) - mp.exp(t - s / 2)) * spline(s)
 
-            total += w * mp.quad(f, pts)
-        return total
+            value, err = _finite_quad(f, pts)
+            total, error = total + w * value, error + w * err
+        return _checked(total, error)
 
 
 def br_pair_k_fold_delta(eta: float, k: int, epsilon: float) -> mp.mpf:
@@ -627,11 +704,18 @@ def br_pair_k_fold_delta(eta: float, k: int, epsilon: float) -> mp.mpf:
         h, e = _mpf(eta), _mpf(epsilon)
         a = mp.exp(h / 2) / (2 * mp.expm1(h))
 
+        signed = [(-1) ** j * math.comb(k, j) for j in range(k + 1)]  # exact integers
+
         def irwin_hall(x: mp.mpf) -> mp.mpf:
-            return mp.fsum(
-                (-1) ** j * mp.binomial(k, j) * (x - j) ** (k - 1)
-                for j in range(int(mp.floor(x)) + 1)
-            ) / mp.factorial(k - 1)
+            # IH_k(x) = IH_k(k − x), summed from the nearer end: near x = k the alternating sum
+            # cancels down to (k − x)^{k−1}/(k − 1)! (all 50 digits lost at k = 30, x = 29.5), and
+            # such noise kept the quadrature from converging; 10 guard digits for the ≤ 5 it still
+            # cancels in the middle (k = 30)
+            with mp.workdps(DPS + 10):
+                x = min(x, k - x)
+                return mp.fsum(
+                    signed[j] * (x - j) ** (k - 1) for j in range(int(mp.floor(x)) + 1)
+                ) / math.factorial(k - 1)
 
         def density(s: mp.mpf) -> mp.mpf:
             return a**k * mp.exp(s / 2) * (2 * h) ** (k - 1) * irwin_hall((s + k * h) / (2 * h))
@@ -641,7 +725,7 @@ def br_pair_k_fold_delta(eta: float, k: int, epsilon: float) -> mp.mpf:
         pts = [lo] + [c for c in knots if c > lo]
         if len(pts) < 2:  # ε ≥ kη: no loss exceeds ε
             return mp.mpf(0)
-        return mp.quad(lambda s: (1 - mp.exp(e - s)) * density(s), pts)
+        return _checked(*_finite_quad(lambda s: (1 - mp.exp(e - s)) * density(s), pts))
 
 
 def least_gdp_mu(
@@ -654,22 +738,41 @@ def least_gdp_mu(
     whose Gaussian profile lies above ``profile`` (Dong–Roth–Su 2019, Prop 2.12). A scan of ``points``
     points, then a golden-section search around the largest."""
     with mp.workdps(40):
+        tol = mp.mpf(10) ** -30
 
         def delta_mu(mu: mp.mpf, e: mp.mpf) -> mp.mpf:
             return mp.ncdf(mu / 2 - e / mu) - mp.e**e * mp.ncdf(-mu / 2 - e / mu)
+
+        last: list[mp.mpf] = []  # the previous root: the next one is usually within 1% of it
 
         def mu_at(e: mp.mpf) -> mp.mpf:
             target = profile(e)
             if target <= 0:
                 return mp.mpf(0)
-            f, ends = (lambda m: delta_mu(m, e) - target), (mp.mpf(bracket[0]), mp.mpf(bracket[1]))
+            # f at the bracket's ends is kept: findroot evaluates them again
+            seen: dict[mp.mpf, mp.mpf] = {}
+
+            def f(m: mp.mpf) -> mp.mpf:
+                if m not in seen:
+                    seen[m] = delta_mu(m, e) - target
+                return seen[m]
+
+            ends = (mp.mpf(bracket[0]), mp.mpf(bracket[1]))
+            # δ_μ(ε) increases with μ, so the root is unique: any sign change brackets it, and a
+            # narrow one saves Pegasus the ~10 steps of closing in from the wide bracket (the
+            # root is the same to the tolerance: findroot stops on the bracket's width)
+            if last and f(last[0] * mp.mpf("0.99")) < 0 < f(last[0] * mp.mpf("1.01")):
+                ends = (last[0] * mp.mpf("0.99"), last[0] * mp.mpf("1.01"))
             try:  # Pegasus: bracketing (keeps the sign change) and superlinear
-                return mp.findroot(f, ends, solver="pegasus", tol=mp.mpf(10) ** -30)
+                root = mp.findroot(f, ends, solver="pegasus", tol=tol)
             except ValueError:  # its final check of |f| failed (a steep f): bisect instead
-                return mp.findroot(f, ends, solver="bisect", tol=mp.mpf(10) ** -30)
+                root = mp.findroot(f, ends, solver="bisect", tol=tol)
+            last[:] = [root]
+            return root
 
         step = mp.mpf(top) / points
-        best = max(range(points), key=lambda i: mu_at(i * step))
+        scan = [mu_at(i * step) for i in range(points)]
+        best = max(range(points), key=lambda i: scan[i])
         lo, hi = max(best - 1, 0) * step, min(best + 1, points) * step
         # golden section: one new evaluation per step, the bracket shrinks by 1/φ (50 steps: 1e-10)
         r = (mp.sqrt(5) - 1) / 2
@@ -684,4 +787,4 @@ def least_gdp_mu(
                 lo, m1, f1 = m1, m2, f2
                 m2 = lo + r * (hi - lo)
                 f2 = mu_at(m2)
-        return float(max(mu_at(best * step), f1, f2))
+        return float(max(scan[best], f1, f2))

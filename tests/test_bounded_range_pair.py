@@ -17,6 +17,7 @@ Expected values are computed here or in ``reference.py``, never by sharpdp:
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import mpmath as mp
 import numpy as np
@@ -31,12 +32,19 @@ from sharpdp.errors import InvalidParameter
 mp.mp.dps = 40
 
 
+@cache
+def _normaliser(eta: float, prec: int) -> mp.mpf:
+    """2(e^η − 1) at ``prec`` bits (computed once per η: quadrature calls the density ~10⁴ times)."""
+    with mp.workprec(prec):
+        return 2 * mp.expm1(mp.mpf(eta))
+
+
 def density(eta: float, loss: mp.mpf) -> mp.mpf:
     """p(l) of the pair's loss law under P (0 outside [−η, η])."""
     h = mp.mpf(eta)
     if abs(loss) > h:
         return mp.mpf(0)
-    return mp.exp((h + loss) / 2) / (2 * mp.expm1(h))
+    return mp.exp((h + loss) / 2) / _normaliser(eta, mp.mp.prec)
 
 
 def quad(eta: float, f: object, lo: object = None, hi: object = None) -> mp.mpf:
@@ -186,10 +194,14 @@ def test_log_mgf_and_characteristic_function_against_quadrature(eta: float) -> N
         for w in (0.0, 3.0, 40.0):
             z = mp.mpc(a, w)
             # about one piece per half period of e^{iwv} (wη/π half periods in [-η, η]), at most
-            # 64: tanh-sinh on each smooth, barely oscillating piece reaches the 40 digits
+            # 64; the integrand is entire, so Gauss–Legendre on each smooth, barely oscillating
+            # piece reaches the 40 digits with ~1/3 of tanh-sinh's evaluations (measured: within
+            # 5e-41 of the closed form at every (η, a, w) here, as tanh-sinh was)
             pieces = min(64, 2 + math.ceil(2 * w * eta / math.pi))
             direct = mp.quad(
-                lambda v, z=z: mp.exp(z * v) * density(eta, v), mp.linspace(-eta, eta, pieces + 1)
+                lambda v, z=z: mp.exp(z * v) * density(eta, v),
+                mp.linspace(-eta, eta, pieces + 1),
+                method="gauss-legendre",
             )
             assert abs(direct - transform(z)) <= 1e-25 * abs(direct)
         omega = np.array([0.0, 0.5, 3.0, 40.0, 900.0, 1e5])

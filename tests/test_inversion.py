@@ -220,6 +220,8 @@ def _rr_gaussian_epsilon(eps0: float, k: int, mu: float, delta: float) -> float:
     lo, hi = 0.0, k * eps0 + 10.0 * mu + mu * mu
     for _ in range(200):
         mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):  # adjacent floats: every further step would leave lo and hi as they are
+            break
         if rr_gaussian_delta(eps0, k, mu, mid) > delta:
             lo = mid
         else:
