@@ -19,19 +19,51 @@ from sharpdp.errors import NotImplied
 from sharpdp.guarantees import ApproxDP, Guarantee
 
 
+def _own_profile(g: Guarantee) -> Guarantee | None:
+    """The guarantee whose ε(δ)/δ(ε) is ``g``'s exact profile as a lone release, or ``None``.
+
+    An η-BR item: :class:`BoundedRange`'s profile, the supremum over its dominating pairs
+    (Rogers–Steinke 2021); Laplace and randomized response: their closed-form profiles, those of
+    the mechanisms' own worst-case pairs (Laplace's dominating pair is its pair of neighbouring
+    outputs, Koskela et al. 2020; k-ary randomized response's, its two true values)."""
+    from sharpdp.mechanisms.additive import Laplace
+    from sharpdp.mechanisms.randomized_response import RandomizedResponse
+
+    if type(g) in (Laplace, RandomizedResponse):
+        return g
+    try:
+        return bounded_range(g)
+    except NotImplied:
+        return None
+
+
+def _lone_with_own_profile(items: Items) -> bool:
+    return len(items) == 1 and items[0][1] == 1 and _own_profile(items[0][0]) is not None
+
+
 @analysis(
     "single",
-    "one bounded-range release: its own ε-BR profile (Rogers–Steinke 2021; nothing is composed)",
+    "one release: its own exact profile (bounded range: Rogers–Steinke 2021; Laplace, randomized "
+    "response: closed form; nothing is composed)",
+    exact_for=_lone_with_own_profile,
     composes=False,
 )
 def _single(items: Items, adaptive: bool) -> Guarantee:
-    """A lone bounded-range item (count 1) is its own composition: one exponential mechanism
-    is ε-BR, δ(0) = 0.2449 at ε = 1. (Its dominating pair, :class:`BoundedRangePair`, has the
-    same profile, so the PLD reads it alike up to its discretisation; this reads it exactly and
-    cheaply.) Other items' dominating pairs are exact already."""
+    """A lone item (count 1) with an exact profile of its own is its own composition: one
+    exponential mechanism is ε-BR, δ(0) = 0.2449 at ε = 1; one Laplace mechanism has
+    δ(ε) = 1 − e^{(ε − ε0)/2}. (The MGF inversion and the PLD read the same profiles from the
+    dominating pairs, up to their accuracy; this reads them exactly and cheaply, also at the top
+    of the range, where the inversion's bracket is wide and the PLD refined for tens of seconds.)
+    Exact (no valid bound is smaller), so no other analysis runs."""
     if len(items) != 1 or items[0][1] != 1:
         raise NotImplied("more than one release: a composition theorem is needed")
-    return bounded_range(items[0][0])
+    own = _own_profile(items[0][0])
+    if own is None:
+        raise NotImplied(
+            f"{items[0][0]!r} has no exact profile of its own (not bounded range, Laplace or "
+            "randomized response)"
+        )
+    return own
 
 
 @analysis("basic", "Dwork–Roth 2014 Thm 3.16: (Σε_i, Σδ_i)")
