@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from fractions import Fraction
 
 import mpmath
@@ -19,7 +20,13 @@ import sharpdp as sdp
 from sharpdp.data import _noise, _partition
 from stable_ids import stable_id
 
-mpmath.mp.dps = 50
+
+@pytest.fixture(autouse=True)
+def _digits() -> Iterator[None]:
+    """50 digits for this file's tests (set inside each test, not at import: a module-level
+    setting leaked into every test file collected after this one, on every worker)."""
+    with mpmath.workdps(50):
+        yield
 
 
 def _pmf(noise: object, z: int) -> mpmath.mpf:

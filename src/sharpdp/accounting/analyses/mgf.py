@@ -1043,7 +1043,7 @@ class _InversionGuarantee(Guarantee):
         return eps
 
     def _delta(self, epsilon: float) -> float:
-        lower, upper = self._inversion.delta_bracket(epsilon)
+        lower, upper = (float(v) for v in self._inversion.delta_bracket(epsilon))
         if not upper - max(lower, 0.0) <= self.accuracy * upper:
             raise NotImplied(
                 f"the inversion's bracket of δ({epsilon!r}), [{lower!r}, {upper!r}], is wider "
