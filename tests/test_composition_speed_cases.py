@@ -42,6 +42,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.fft import next_fast_len
 
 import sharpdp as sdp
 from sharpdp.accounting import pld
@@ -106,22 +107,37 @@ class Composed:
             finite *= 1.0 - law.delta0
         self.inf = 1.0 - finite
         size = sum(law.on.size - 1 for law in laws) + 1
-        big = 1 << (size - 1).bit_length()
+        big = next_fast_len(size, real=True)  # any length ≥ size: the convolution does not wrap
         layers = 1 + min(LAYERS, sum(law.shifted is not None for law in laws))
         spectra = np.zeros((layers, big // 2 + 1), dtype=np.complex128)
         spectra[0] = 1.0
+        active = 1  # layer n is 0 until n laws with a shifted part are in: those are not updated
+        carry = np.empty(big // 2 + 1, dtype=np.complex128)
         log_scale = 0.0
-        for law in laws:
+        # the laws without a shifted part first (they then multiply one layer): the product
+        # does not depend on the order
+        for law in sorted(laws, key=lambda law: law.shifted is not None):
             losses = (law.offset + np.arange(law.on.size)) * h
             weight = np.exp(tilt * (losses - losses[-1]))  # ≤ 1
             log_scale += tilt * float(losses[-1])
             on = np.fft.rfft(law.on * weight, big)
             if law.shifted is None:
-                spectra *= on
+                spectra[:active] *= on
                 continue
             shifted = np.fft.rfft(law.shifted * weight * math.exp(tilt * theta(h)), big)
-            spectra[1:] = spectra[1:] * on + spectra[:-1] * shifted
+            # layer n ← layer n · on + layer n − 1 · shifted (n ≥ 1), layer 0 ← layer 0 · on (a
+            # layer beyond the last kept is dropped): from the top down, one layer at a time (in
+            # cache), each reading the layer below before it is updated
+            top = min(active, layers - 1)
+            for n in range(top, 0, -1):
+                np.multiply(spectra[n - 1], shifted, out=carry)
+                if n < active:
+                    spectra[n] *= on
+                    spectra[n] += carry
+                else:  # layer n was 0
+                    spectra[n] = carry
             spectra[0] *= on
+            active = top + 1
         tilted = np.fft.irfft(spectra, big, axis=1)[:, :size]
         if layers <= sum(law.shifted is not None for law in laws):  # layers were dropped:
             # the last one kept must be negligible, and those beyond it decay faster
@@ -160,17 +176,19 @@ class Composed:
 
 
 def tilt_at(laws: list[Law], h: float, epsilon: float) -> float:
-    """The tilt whose tilted composed Q-law has mean ε (bisection; the mean increases with it)."""
+    """The tilt whose tilted composed Q-law has mean ε (bisection; the mean increases with it):
+    the sum of the laws' tilted means (the laws' masses laid end to end, summed law by law)."""
+    losses = np.concatenate([(law.offset + np.arange(law.on.size)) * h for law in laws])
+    masses = np.concatenate(
+        [law.on + (0.0 if law.shifted is None else law.shifted) for law in laws]
+    )
+    sizes = np.array([law.on.size for law in laws])
+    starts = np.cumsum(sizes) - sizes
+    tops = np.repeat(losses[starts + sizes - 1], sizes)  # each law's largest loss
 
     def mean(lam: float) -> float:
-        total = 0.0
-        for law in laws:
-            losses = (law.offset + np.arange(law.on.size)) * h
-            w = (law.on + (0.0 if law.shifted is None else law.shifted)) * np.exp(
-                lam * (losses - losses[-1])
-            )
-            total += float(np.sum(w * losses) / np.sum(w))
-        return total
+        w = masses * np.exp(lam * (losses - tops))  # ≤ the masses
+        return float(np.sum(np.add.reduceat(w * losses, starts) / np.add.reduceat(w, starts)))
 
     lo, hi = 0.0, 400.0
     if mean(hi) < epsilon:

@@ -79,18 +79,27 @@ def dg_logpmf(sigma: Fraction | float | int) -> tuple[LogPmf, int]:
     return (lambda z: -(mp.mpf(z) ** 2) / (2 * s2) - log_norm), half_width
 
 
+def _table(logp: LogPmf, shift: int, zs: range) -> dict[int, mp.mpf]:
+    """log P(z) for every z of ``zs`` and of ``zs`` − d, each evaluated once (the sums below use
+    each up to four times): the same values as evaluating it where it is used."""
+    assert zs.step == 1
+    return {z: logp(z) for z in range(zs.start - shift, zs.stop)}
+
+
 def hockey_stick(logp: LogPmf, shift: int, epsilon: float, zs: range) -> mp.mpf:
     """max over both orders of Σ_z max(0, P(z) − e^ε P(z − d)) (the second order is Q vs P)."""
     with mp.workdps(DPS):
         f = mp.exp(_mpq(epsilon))
-        pq = mp.fsum(max(mp.mpf(0), mp.exp(logp(z)) - f * mp.exp(logp(z - shift))) for z in zs)
-        qp = mp.fsum(max(mp.mpf(0), mp.exp(logp(z - shift)) - f * mp.exp(logp(z))) for z in zs)
+        pmf = {z: mp.exp(lp) for z, lp in _table(logp, shift, zs).items()}  # P(z), once per z
+        pq = mp.fsum(max(mp.mpf(0), pmf[z] - f * pmf[z - shift]) for z in zs)
+        qp = mp.fsum(max(mp.mpf(0), pmf[z - shift] - f * pmf[z]) for z in zs)
         return max(pq, qp)
 
 
 def renyi(logp: LogPmf, shift: int, alpha: float, zs: range) -> mp.mpf:
     """max over both orders of D_α(P‖Q), Q = P(· − d), by summation (α = 1: KL; α = ∞: max)."""
     with mp.workdps(DPS):
+        logp = _table(logp, shift, zs).__getitem__  # log P(z), once per z
 
         def one(lp: LogPmf, lq: LogPmf) -> mp.mpf:
             if alpha == math.inf:
@@ -276,6 +285,24 @@ def test_discrete_gaussian_profile_is_the_enumerated_one(
     check_upper(m.delta(epsilon), dg_profile(sigma, sens, epsilon), SUM_REL, f"{m!r}.delta")
 
 
+@pytest.fixture(scope="module")
+def large_sigma_weights() -> Callable[[int, int], list[mp.mpf]]:
+    """e^{−k²/2σ²} for k = 0 … n at 25 digits, each (σ, k) computed once for the cases below
+    (their sums share most terms: the normaliser, e^{−(z−Δ)²/2σ²} with e^{−z²/2σ²}, and two
+    cases per σ); the same values, to the bit, as computing each where it is used, at |z|
+    ((−z)² = z² exactly)."""
+    tables: dict[int, list[mp.mpf]] = {}
+
+    def weights(sigma: int, n: int) -> list[mp.mpf]:
+        table = tables.setdefault(sigma, [])
+        with mp.workdps(25):
+            two_s2 = 2 * mp.mpf(sigma) ** 2
+            table.extend(mp.exp(-(mp.mpf(k) ** 2) / two_s2) for k in range(len(table), n + 1))
+        return table
+
+    return weights
+
+
 @pytest.mark.parametrize(
     ("sigma", "sens", "epsilon"),
     [
@@ -286,21 +313,21 @@ def test_discrete_gaussian_profile_is_the_enumerated_one(
         (1030, 5000, 20.0),
     ],
 )
-def test_discrete_gaussian_profile_for_large_sigma(sigma: int, sens: int, epsilon: float) -> None:
+def test_discrete_gaussian_profile_for_large_sigma(
+    sigma: int, sens: int, epsilon: float, large_sigma_weights: Callable[[int, int], list[mp.mpf]]
+) -> None:
     # σ ≥ 1024: sharpdp switches to Euler–Maclaurin with a remainder bound. The reference sums
     # e^{−z²/2σ²} − e^ε e^{−(z−Δ)²/2σ²} over the z where it is positive (z ≤ Δ/2 − εσ²/Δ), down to
     # 24σ below that threshold (the rest is below e^{−280} of the result), at 25 digits, and
     # normalises by a direct sum over |z| ≤ 12σ (the rest is below e^{−70}).
+    w = 12 * sigma
+    top = math.floor(sens / 2 - epsilon * sigma**2 / sens)
+    zs = range(top - 2 * w, top + 1)
+    g = large_sigma_weights(sigma, max(w, *(abs(z) for z in (zs[0] - sens, zs[-1], zs[-1] - sens))))
     with mp.workdps(25):
-        s2 = mp.mpf(sigma) ** 2
-        w = 12 * sigma
-        top = math.floor(sens / 2 - epsilon * sigma**2 / sens)
         f = mp.exp(mp.mpf(epsilon))
-        num = mp.fsum(
-            mp.exp(-(mp.mpf(z) ** 2) / (2 * s2)) - f * mp.exp(-(mp.mpf(z - sens) ** 2) / (2 * s2))
-            for z in range(top - 2 * w, top + 1)
-        )
-        norm = 1 + 2 * mp.fsum(mp.exp(-(mp.mpf(z) ** 2) / (2 * s2)) for z in range(1, w + 1))
+        num = mp.fsum(g[abs(z)] - f * g[abs(z - sens)] for z in zs)
+        norm = 1 + 2 * mp.fsum(g[z] for z in range(1, w + 1))
         exact = num / norm
     assert exact > mp.mpf(10) ** -12  # a meaningful case
     m = DiscreteGaussian(sigma, sens)
