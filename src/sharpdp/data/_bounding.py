@@ -87,7 +87,7 @@ def _is_integral(value: Any) -> bool:
 def _integral_code(value: Any) -> Any:
     """The code in [0, P) of an integer (or boolean) column: its value mod P."""
     # NULL takes code P − 1 (a value ≡ −1 mod P shares it; ties fall to the columns).
-    return ((value.cast("int64") % P + P) % P).fill_null(P - 1)
+    return ((value.cast(_engine.dtype("int64")) % P + P) % P).fill_null(P - 1)
 
 
 def _is_float(value: Any) -> bool:
@@ -116,17 +116,17 @@ def _float_codes(value: Any) -> tuple[Any, Any]:
     so no operation overflows or divides by zero on any row.
     """
     ibis = _engine.ibis()
-    x = value.cast("float64")
+    x = value.cast(_engine.dtype("float64"))
     a = x.abs()
     inf = float("inf")
     # (ibis's isinf() compiles to FALSE on Spark: compare with ±inf instead)
     missing = x.isnull() | x.isnan()  # (a session reads NaN as NULL already)
     safe = ibis.ifelse((a == 0) | (a == inf) | missing, 1.0, a)
-    e0 = ibis.greatest(ibis.least(safe.log2().floor().cast("int64"), 1023), -1022)
-    m0 = safe / (ibis.literal(2.0, type="float64") ** e0)
+    e0 = ibis.greatest(ibis.least(safe.log2().floor().cast(_engine.dtype("int64")), 1023), -1022)
+    m0 = safe / (ibis.literal(2.0, type=_engine.dtype("float64")) ** e0)
     m = ibis.cases((m0 >= 2.0, m0 / 2.0), (m0 < 1.0, m0 * 2.0), else_=m0)
     e = e0 + ibis.cases((m0 >= 2.0, 1), (m0 < 1.0, -1), else_=0)
-    fraction = ((m - 1.0) * float(2**52)).floor().cast("int64")
+    fraction = ((m - 1.0) * float(2**52)).floor().cast(_engine.dtype("int64"))
     kind = ibis.cases((missing, 0), (a == 0, 1), (x == inf, 2), (x == -inf, 3), (x > 0, 4), else_=5)
     return kind * _FLOAT_KIND_STEP + e + _FLOAT_EXPONENT_OFFSET, (fraction % P + P) % P
 
@@ -137,14 +137,14 @@ def _hex7_portable(digest: Any) -> Any:
     for i in range(7):
         # Hex digit of ASCII a: '0'..'9' = 48..57, 'a'..'f' = 97..102, so (a − 48) mod 39.
         # (Cast first: engines compute ASCII in 32 bits, and ibis would elide a later cast.)
-        digit = (digest.substr(i, 1).ascii_str().cast("int64") - 48) % 39
+        digit = (digest.substr(i, 1).ascii_str().cast(_engine.dtype("int64")) - 48) % 39
         code = digit if code is None else code * 16 + digit
     return code
 
 
 def _hex7_duckdb(digest: Any) -> Any:
     # DuckDB casts '0x'-prefixed text to an integer as hexadecimal.
-    return (_engine.ibis().literal("0x") + digest.left(7)).cast("int64")
+    return (_engine.ibis().literal("0x") + digest.left(7)).cast(_engine.dtype("int64"))
 
 
 @functools.cache
@@ -158,7 +158,7 @@ def _spark_conv() -> Any:
 
 
 def _hex7_spark(digest: Any) -> Any:
-    return _spark_conv()(digest.left(7), 16, 10).cast("int64")
+    return _spark_conv()(digest.left(7), 16, 10).cast(_engine.dtype("int64"))
 
 
 #: Engine-specific decoders of the digest's first 7 hex digits (each equal to the portable one,
@@ -206,8 +206,8 @@ def _text(value: Any, engine: str | None) -> Any:
     if dtype.is_binary() and engine in ("duckdb", "pyspark"):
         return _hex()(value)
     if dtype.is_timestamp() and dtype.timezone is not None and engine == "duckdb":
-        return _duckdb_timezone()("UTC", value).cast("string")
-    return value.cast("string")
+        return _duckdb_timezone()("UTC", value).cast(_engine.dtype("string"))
+    return value.cast(_engine.dtype("string"))
 
 
 def _text_digest(table: Any, columns: Sequence[str], salt: str) -> Any:
@@ -352,8 +352,8 @@ def valued_rows(
 
 def clamped_grid(value: Any, lower: float, upper: float, step: float) -> Any:
     """round(clamp(value, lower, upper)/step) as an int64: floor(x/step + ½), portable."""
-    clamped = value.cast("float64").clip(lower=lower, upper=upper)
-    return (clamped / step + 0.5).floor().cast("int64")
+    clamped = value.cast(_engine.dtype("float64")).clip(lower=lower, upper=upper)
+    return (clamped / step + 0.5).floor().cast(_engine.dtype("int64"))
 
 
 def grid_position(value: Any, lower: float, upper: float, cells: int) -> Any:
@@ -366,8 +366,12 @@ def grid_position(value: Any, lower: float, upper: float, cells: int) -> Any:
     """
     ibis = _engine.ibis()
 
-    clamped = value.cast("float64").clip(lower=lower, upper=upper)
-    t = ((clamped - lower) * float(cells) / (upper - lower) + 0.5).floor().cast("int64")
+    clamped = value.cast(_engine.dtype("float64")).clip(lower=lower, upper=upper)
+    t = (
+        ((clamped - lower) * float(cells) / (upper - lower) + 0.5)
+        .floor()
+        .cast(_engine.dtype("int64"))
+    )
     return ibis.least(ibis.greatest(t, 0), cells)
 
 
@@ -453,10 +457,10 @@ def per_person_key(
     ibis = _engine.ibis()
 
     if unit is None:
-        one = ibis.literal(1, "int64")
+        one = ibis.literal(1, _engine.dtype("int64"))
         if value is None:
             return table.select(*keys, rows=one)
-        return table.select(*keys, rows=one, total=value.cast("int64"))
+        return table.select(*keys, rows=one, total=value.cast(_engine.dtype("int64")))
 
     cols: dict[str, Any] = {UNIT: table[unit]}
     for k in keys:
@@ -479,7 +483,7 @@ def per_person_key(
         rank = ibis.row_number().over(group_by=part, order_by=[h, rows["_sdp_v"]])
         kept = rows.mutate(_sdp_r=rank).filter(ibis._["_sdp_r"] < max_rows)
         pairs = kept.group_by(part).aggregate(
-            rows=ibis._.count(), total=ibis._["_sdp_v"].sum().cast("int64")
+            rows=ibis._.count(), total=ibis._["_sdp_v"].sum().cast(_engine.dtype("int64"))
         )
     if max_groups is None or not keys:
         return pairs
@@ -494,9 +498,11 @@ def _count_pairs(rows: Any, part: list[str], max_rows: int) -> Any:
     ibis = _engine.ibis()
 
     if max_rows == 1:  # every kept pair counts one row: distinct pairs, no count to carry
-        return rows.distinct().mutate(rows=ibis.literal(1, "int64"))
+        return rows.distinct().mutate(rows=ibis.literal(1, _engine.dtype("int64")))
     pairs = rows.group_by(part).aggregate(n=ibis._.count())
-    return pairs.select(*part, rows=ibis.least(pairs.n, ibis.literal(max_rows, "int64")))
+    return pairs.select(
+        *part, rows=ibis.least(pairs.n, ibis.literal(max_rows, _engine.dtype("int64")))
+    )
 
 
 #: The engines on which the "rows" plan of :func:`per_person_key` is considered.
@@ -581,8 +587,8 @@ def per_person_total(
     limit = ROW_LIMIT * step
     on_grid = clamped_grid(value, -limit, limit, step)
     if unit is None:
-        total = ibis.least(ibis.greatest(on_grid, lo_g), hi_g).cast("int64")
-        return table.select(*keys, rows=ibis.literal(1, "int64"), total=total)
+        total = ibis.least(ibis.greatest(on_grid, lo_g), hi_g).cast(_engine.dtype("int64"))
+        return table.select(*keys, rows=ibis.literal(1, _engine.dtype("int64")), total=total)
     cols: dict[str, Any] = {UNIT: table[unit]}
     for k in keys:
         cols[k] = table[k]
@@ -593,7 +599,7 @@ def per_person_total(
         .group_by(part)
         .aggregate(rows=ibis._.count(), _sdp_t=ibis._["_sdp_v"].sum())
     )
-    total = ibis.least(ibis.greatest(sums["_sdp_t"], lo_g), hi_g).cast("int64")
+    total = ibis.least(ibis.greatest(sums["_sdp_t"], lo_g), hi_g).cast(_engine.dtype("int64"))
     pairs = sums.select(*part, "rows", total=total)
     if max_groups is None or not keys:
         return pairs
@@ -608,11 +614,11 @@ def group(pairs: Any, keys: Sequence[str], with_total: bool) -> Any:
     ibis = _engine.ibis()
 
     metrics: dict[str, Any] = {
-        "count": pairs.rows.sum().cast("int64"),
+        "count": pairs.rows.sum().cast(_engine.dtype("int64")),
         "persons": ibis._.count(),
     }
     if with_total:
-        metrics["total"] = pairs.total.sum().cast("int64")
+        metrics["total"] = pairs.total.sum().cast(_engine.dtype("int64"))
     if keys:
         return pairs.group_by(list(keys)).aggregate(**metrics)
     return pairs.aggregate(**metrics)

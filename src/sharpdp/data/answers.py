@@ -313,7 +313,7 @@ def cell_table(
         dom = workload.domain(c)
         if isinstance(dom, Bins):
             if whole_rows:
-                x = t[c].cast("float64")
+                x = t[c].cast(_engine.dtype("float64"))
                 t = t.filter(x.notnull() & ~x.isnan())
         elif c in domains:
             if whole_rows:
@@ -326,12 +326,13 @@ def cell_table(
         dom = workload.domain(c)
         if isinstance(dom, Bins):
             width = (dom.upper - dom.lower) / dom.count
-            x = t[c].cast("float64")
+            x = t[c].cast(_engine.dtype("float64"))
             valued = x.notnull() & ~x.isnan()
             # NaN never reaches the cast (it would fail in the engine, only when such a row exists)
             safe = valued.ifelse(x, dom.lower).clip(lower=dom.lower, upper=dom.upper)
-            code = ibis.least(((safe - dom.lower) / width).floor().cast("int64"), dom.count - 1)
-            cols[c] = valued.ifelse(code, ibis.null("int64"))
+            cell = ((safe - dom.lower) / width).floor().cast(_engine.dtype("int64"))
+            code = ibis.least(cell, dom.count - 1)
+            cols[c] = valued.ifelse(code, ibis.null(_engine.dtype("int64")))
         else:
             cols[c] = t[c]
     rows = t.select(**cols)
