@@ -1185,6 +1185,14 @@ def main() -> None:
     import argparse
 
     argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0]).parse_args()
+    import importlib.util
+
+    missing = [m for m in ("opendp", "dp_accounting") if importlib.util.find_spec(m) is None]
+    if missing:  # (checked first: the run takes a minute before it needs them)
+        raise SystemExit(
+            f"demo_utility: {', '.join(missing)} not installed; the peers' privacy numbers come "
+            "from their own code: pip install -e '.[bench]'"
+        )
     start = time.perf_counter()
     print(f"# sharpdp demo utility benchmark — {time.strftime('%Y-%m-%d %H:%M')}, {load_note()}")
     print(f"# {check_formulas()}")
