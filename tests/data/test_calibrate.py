@@ -29,7 +29,8 @@ def _synthetic(root: float, kind: str) -> Callable[[float], float]:
         return grow(30.0 * u + 200.0 * u**3)
 
     def flat(u: float) -> float:
-        return 0.6e-6 if u <= -0.1 else 0.6e-6 * grow(math.log(1 / 0.6) * (u + 0.1) / 0.1) * 1e6
+        # 0.6e-6 up to u = −0.1, then rising to 1e-6 at u = 0
+        return 0.6e-6 if u <= -0.1 else grow(math.log(0.6) + math.log(1 / 0.6) * (u + 0.1) / 0.1)
 
     def kink(u: float) -> float:
         return grow(80.0 * u) if u >= -0.03 else grow(-80.0 * 0.03 + 5.0 * (u + 0.03))

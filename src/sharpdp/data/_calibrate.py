@@ -136,7 +136,11 @@ def _largest(
             below.append(x)
         return max(g, -_FLOOR)
 
-    optimize.brentq(signed, lo, hi, xtol=0.5 * _RTOL * lo, rtol=4 * np.finfo(float).eps)
+    # (disp=False: should Brent's method not converge, the points certified so far still give a
+    # valid answer, only a less sharp one)
+    optimize.brentq(
+        signed, lo, hi, xtol=0.5 * _RTOL * lo, rtol=4 * np.finfo(float).eps, maxiter=200, disp=False
+    )
     return max(below)
 
 

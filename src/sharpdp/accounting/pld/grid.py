@@ -200,7 +200,7 @@ def optimistic_masses(c: GridContents, pivot: int | None = None) -> tuple[FloatA
     # S_k = (1 − e^{−h}) A_{k+1} + e^{−h} S_{k+1}, A_k = Σ_{j ≥ k} M_j.
     tail_sum = np.cumsum(m[::-1])[::-1]  # A_k
     # 1 − e^{−h} by expm1: as 1.0 − e^{−h} it lost its digits on fine grids (relative error
-    # u/h: 1e-3 at h = 1e-13), which the top node's mass, R·/(1 − e^{−h}), carried in full
+    # u/h: 1e-3 at h = 1e-13), which the top node's mass, R/(1 − e^{−h}), carried in full
     one_minus_emh = -math.expm1(-h)
     r_rel = 1e-9  # relative error of the suffix sums and of the recursion below
     s_k = 0.0
