@@ -419,20 +419,38 @@ def report_noisy_max_to_zcdp(m: ReportNoisyMax) -> ZCDP:
     return convert(report_noisy_max_to_bounded_range(m), ZCDP)
 
 
+#: Gauss–Legendre nodes per piece, and the longest piece (in units of the Laplace scale), of the
+#: quadrature of report-noisy-max's Laplace law.
+_RNM_NODES = 12
+_RNM_PIECE = 0.5
+#: Matrix entries (nodes × candidates) evaluated at once: ~64 MiB of float64 per temporary.
+_RNM_CHUNK = 1 << 23
+
+
 def _laplace_noisy_max_law(q: FloatArray, c: Fraction | None) -> FloatArray:
-    """Law of argmax_r c·q_r + L_r, with L_r i.i.d. standard Laplace (density e^{−|x|}/2).
+    """Law of argmax_r c·q_r + L_r, with L_r i.i.d. standard Laplace (density f(x) = e^{−|x|}/2).
 
     Computed on z = c·(q − max q) ≤ 0 (the argmax is invariant under the shift and the scaling by
-    the noise scale 1/c), by quadrature of ∫ ½e^{−|x − z_r|} Π_{s≠r} F(x − z_s) dx with the kinks
-    as break points. c = 0 gives the uniform law on the candidates with a finite score, c = ∞ the
+    the noise scale 1/c): P[r] = ∫ f(x − z_r) Π_{s≠r} F(x − z_s) dx, F the Laplace CDF. Between
+    consecutive kinks z_s every factor is an entire function of x (½e^{x−z_s} on one side,
+    1 − ½e^{−(x−z_s)} on the other), so the integrand is smooth on each gap and Gauss–Legendre
+    rules converge fast there: 12 nodes on pieces of length ≤ ½ between the kinks. This is a
+    numerical rule, not a bound: the tests check it against the closed form (sums of
+    exponentials, at 60 digits) to 1e-12 relative, tiny probabilities included, and against
+    adaptive quadrature for 600 candidates. All candidates share the nodes: log F(x − z_s) is
+    summed once per node, and each candidate's integrand is that sum with its own factor swapped
+    for its density — O(nodes · n) work in numpy (one adaptive quadrature per candidate, as
+    before, cost O(n²) calls and half a minute at n = 200). Every term is non-negative, so tiny
+    probabilities keep their relative accuracy. No reported privacy bound is computed from this
+    law (the exact audits compare it with the claimed guarantee).
+
+    The range is [min z − 40, 40]: beyond it each candidate loses at most a fraction ~e^{−40} of
+    its probability. The values are normalised by their sum (which differs from 1 by about that,
+    plus rounding). c = 0 gives the uniform law on the candidates with a finite score, c = ∞ the
     uniform law on the maxima. A candidate with z_r < −745 wins with probability at most
     P[L_r − L_top > 745] = e^{−745}(2 + 745)/4 < 2.5e-321 and gets 0 (below the float range but
-    for subnormals). Raises NumericalError if the quadrature reports a failure.
+    for subnormals).
     """
-    import warnings
-
-    from scipy.integrate import IntegrationWarning, quad
-
     z = _scaled(c, q)
     live = z > -745.0
     zl = z[live]
@@ -440,37 +458,35 @@ def _laplace_noisy_max_law(q: FloatArray, c: Fraction | None) -> FloatArray:
     if np.all(zl == zl[0]):  # symmetric: every live candidate equally likely
         out[live] = 1.0 / zl.size
         return out
-
-    def log_cdf(x: FloatArray) -> FloatArray:
-        with np.errstate(over="ignore"):
-            return np.where(x < 0, math.log(0.5) + x, np.log1p(-0.5 * np.exp(-np.abs(x))))
-
+    kinks = np.unique(zl)
+    ends = np.concatenate(([kinks[0] - 40.0], kinks, [kinks[-1] + 40.0]))
+    gaps = np.diff(ends)
+    pieces = np.maximum(1, np.ceil(gaps / _RNM_PIECE)).astype(np.int64)
+    first = np.repeat(np.cumsum(pieces) - pieces, pieces)
+    index = np.arange(int(pieces.sum())) - first  # the piece's rank within its gap
+    width = np.repeat(gaps / pieces, pieces)
+    a = np.repeat(ends[:-1], pieces) + index * width
+    last = index == np.repeat(pieces - 1, pieces)
+    b = np.where(last, np.repeat(ends[1:], pieces), a + width)  # kinks stay exact piece ends
+    t, w = np.polynomial.legendre.leggauss(_RNM_NODES)
+    half, mid = 0.5 * (b - a), 0.5 * (a + b)
+    x = (mid[:, None] + half[:, None] * t).ravel()
+    weights = (half[:, None] * w).ravel()
     probs = np.zeros(zl.size)
-    lo, hi = float(zl.min()) - 40.0, 40.0
-    points = sorted({float(v) for v in zl})
-    for r in range(zl.size):
-        others = np.delete(zl, r)
-
-        def integrand(x: float, r: int = r, others: FloatArray = others) -> float:
-            return 0.5 * math.exp(-abs(x - zl[r]) + float(log_cdf(x - others).sum()))
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", IntegrationWarning)
-            try:
-                probs[r] = quad(
-                    integrand,
-                    lo,
-                    hi,
-                    points=points,
-                    limit=max(500, 8 * len(points)),
-                    epsabs=0,
-                    epsrel=1e-12,
-                )[0]
-            except IntegrationWarning as err:
-                raise NumericalError(
-                    f"the quadrature of report-noisy-max's Laplace law failed: {err}"
-                ) from None
-    out[live] = probs / probs.sum()
+    step = max(1, _RNM_CHUNK // zl.size)
+    log_half = math.log(0.5)
+    for i in range(0, x.size, step):
+        d = x[i : i + step, None] - zl[None, :]
+        with np.errstate(over="ignore", under="ignore"):
+            log_cdf = np.where(d < 0.0, log_half + d, np.log1p(-0.5 * np.exp(-np.abs(d))))
+            # log f − log F: 0 below the candidate's score, −d − log(2 − e^{−d}) above it
+            swap = np.where(d < 0.0, 0.0, -d - np.log(2.0 - np.exp(-np.abs(d))))
+            total = log_cdf.sum(axis=1, keepdims=True)
+            probs += weights[i : i + step] @ np.exp(total + swap)
+    total_mass = float(probs.sum())
+    if not math.isfinite(total_mass) or total_mass <= 0.0:
+        raise NumericalError(f"report-noisy-max's Laplace law: total mass {total_mass!r}")
+    out[live] = probs / total_mass
     return out
 
 
