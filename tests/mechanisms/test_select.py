@@ -396,10 +396,15 @@ def test_the_exact_audit_sees_the_law_at_the_ends_of_the_float_range() -> None:
     assert em.coefficient == pytest.approx(5e-309, rel=1e-15)
 
 
-def test_report_noisy_max_laplace_law_matches_high_precision_quadrature() -> None:
-    """Every probability of the Laplace law, tiny ones included, to 1e-12 relative against
-    the closed form at 60 digits: ties, gaps shorter and longer than the rule's pieces, and a candidate
-    ~600 noise scales down (probability ~1e-259; the shared nodes keep its relative accuracy)."""
+def test_report_noisy_max_laplace_law_matches_the_closed_form() -> None:
+    """Every probability of the Laplace law, tiny ones included, to 1e-12 relative against the
+    closed form at 60 digits: ties, gaps shorter and longer than the rule's pieces, and a
+    candidate 600 noise scales down (probability ~6e-262; the shared nodes keep its relative
+    accuracy). The closed form itself is checked on two candidates, where the lower one wins
+    with P[L₁ − L₂ > 1] = (2 + 1)e^{−1}/4 (the difference of two standard Laplace variables)."""
+    assert laplace_noisy_max_law_exact([0.0, -1.0], 1) == pytest.approx(
+        0.75 * math.exp(-1.0), rel=1e-15
+    )
     scores = [0.0, -0.01, -0.3, -0.3, -1.7, -2.45, -6.0, -13.2, -600.0]
     rnm = sdp.ReportNoisyMax(1.0, "laplace", 1.0, True)  # monotonic: Laplace scale Δ/ε = 1
     law = rnm.probabilities(scores)
