@@ -115,10 +115,13 @@ def test_randomized_response_and_gaussian_bounds_hold_the_exact_sum() -> None:
 def test_the_pld_grids_bound_the_profile_everywhere() -> None:
     """Each pessimistic grid bounds the exact profile at every ε, not only at the ε it was
     refined for: 20 randomized responses, one grid made for ε = 0.4, read at 81 points from 0
-    to the largest loss (exact binomial sums). No grid yet: no information, 1."""
+    to the largest loss (exact binomial sums). No grid yet: no information, 1, except at the
+    largest loss itself (10 = 20·0.5, where δ = 0), bounded by its float margin."""
     r = compose_pld([(sdp.RandomizedResponse(0.5), 20)])
     eps = np.linspace(0.0, 10.0, 81)
-    assert np.all(r.delta_upper_bounds(eps) == 1.0)
+    first = r.delta_upper_bounds(eps)
+    assert np.all(first[:-1] == 1.0)
+    assert 0.0 < first[-1] <= 2e-14
     r.delta(0.4)
     bounds = r.delta_upper_bounds(eps)
     exact = [_binary_rr_delta(0.5, 20, float(e)) for e in eps]
@@ -185,3 +188,39 @@ def test_gdp_of_a_composition_is_the_least_mu_of_its_exact_profile() -> None:
     ).mu
     least = least_gdp_mu(lambda e: _laplace_rr_delta(lap, rr, n, float(e)), lap + n * rr)
     assert least <= got <= least * (1 + 1e-5)
+
+
+def test_delta_at_the_largest_loss_is_bounded_without_grids() -> None:
+    """At ε within the float margin of the largest finite loss t, the PLD reports
+    δ ≤ p∞ + (t − ε) (1 − e^{−x} ≤ x) instead of refining grids that cannot resolve the top atoms
+    (an exponential mechanism and a Laplace mechanism at ε = t took ~40 s and gave 5.2e-15).
+    Checked against the exact profile of two randomized responses, whose top atom at 2ε0 has
+    mass p² (p = e^{ε0}/(1 + e^{ε0})): δ(ε) = p²(1 − e^{ε − 2ε0}) for 0 ≤ ε ≤ 2ε0, in 40 digits."""
+    eps0 = 0.7
+    result = compose_pld([(sdp.RandomizedResponse(eps0), 2)])
+    top = 2 * eps0  # exact in floats (a doubling)
+    with mp.workdps(40):
+        p = mp.e ** mp.mpf(eps0) / (1 + mp.e ** mp.mpf(eps0))
+        for e in (
+            math.nextafter(top, 0.0),
+            top - 2e-15,
+            top,
+            math.nextafter(top, 3.0),
+            top + 1e-9,
+        ):
+            exact = p**2 * (1 - mp.e ** (mp.mpf(e) - top)) if e < top else mp.mpf(0)
+            lo, hi = result.delta_bracket(e)
+            assert lo <= exact <= hi, (e, lo, hi, exact)
+            assert hi <= 1e-14
+            bound = result.delta_upper_bounds(np.array([e]))[0]
+            assert exact <= bound <= 1e-14
+    # the exponential and Laplace mix that used to refine for ~40 s, at its top loss
+    items = [(sdp.Exponential(0.45198666297669143), 1), (sdp.Laplace(1 / 1.5990240684169157), 1)]
+    at = sdp.compose(items).renyi(math.inf)
+    lo, hi = compose_pld(items).delta_bracket(at)
+    assert lo == 0.0
+    assert 0.0 <= hi <= 1e-14
+    bounds = sdp.compose(items).delta_bounds(np.array([0.5, at]))
+    assert bounds is not None
+    assert 0.4 < bounds[0] < 0.5  # (exact 0.42766...: a grid still answers below the top)
+    assert bounds[1] <= 1e-14

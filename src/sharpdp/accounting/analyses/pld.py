@@ -108,6 +108,9 @@ class _PLDGuarantee(Guarantee):
         result = self._result
         if not result._cache:
             finite = np.sort(epsilons[np.isfinite(epsilons)].ravel())
+            top = result._top_loss()
+            if top is not None:  # (at the top loss δ needs no grid: delta_upper_bounds has it)
+                finite = finite[finite < top[0]]
             for q in _ANCHORS if finite.size else ():
                 with contextlib.suppress(AccuracyNotReached, NotImplied, NumericalError):
                     result.delta_bracket(float(finite[int(q * (finite.size - 1))]))

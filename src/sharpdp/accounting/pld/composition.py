@@ -331,9 +331,9 @@ class PLDResult:
     _sides: dict[bool, tuple[tuple[DominatingPair, int], ...]] = field(
         default_factory=dict, repr=False
     )
-    _split: dict[
-        str, tuple[OuterAtoms | None, tuple[tuple[DominatingPair, int], ...]]
-    ] = field(default_factory=dict, repr=False)
+    _split: dict[str, tuple[OuterAtoms | None, tuple[tuple[DominatingPair, int], ...]]] = field(
+        default_factory=dict, repr=False
+    )
     # optimistic sides composed alone (no atoms summed outside), by (h, tilt): see _refine
     _half: dict[tuple[float, float], DiscretePLD] = field(default_factory=dict, repr=False)
 
@@ -775,9 +775,7 @@ class PLDResult:
             # δ = P[L = ∞] exactly: ε is the largest finite loss of the composition
             eps_hat = max(pair.loss_bound() * c for pair, c in self.items) or 1.0
         h = self.value_discretization or self._initial_h(eps_hat, d)
-        lo, hi = self._refine(
-            lambda o: o.epsilon(d), lambda p: p.epsilon(d), h, lam, 1e-12, rival
-        )
+        lo, hi = self._refine(lambda o: o.epsilon(d), lambda p: p.epsilon(d), h, lam, 1e-12, rival)
         return float(lo), float(hi)
 
     def _top_loss(self) -> tuple[float, float] | None:
@@ -811,6 +809,16 @@ class PLDResult:
             return 0.0, 0.0
         if e == math.inf or p_inf >= 1.0:
             return p_inf, p_inf
+        top = self._top_loss()
+        if top is not None and e >= top[0]:
+            # At (or within the float margin of) the largest finite loss t: δ(ε) − p∞ =
+            # E_P[(1 − e^{ε−L})_+; L < ∞] ≤ (t − ε)_+, since 1 − e^{−x} ≤ x. There the grids
+            # cannot help: the optimistic one rounds the top atoms below ε, and each refinement
+            # (to millions of bins, ~40 s) only narrows the pessimistic side towards this bound.
+            p_inf += 0.0  # (never −0.0)
+            if e >= top[1]:
+                return p_inf, p_inf
+            return p_inf, min(1.0, _math.up(p_inf + _math.up(top[1] - e)))
         lam = self._chernoff_tilt(e)
         log_d = float(np.min(self._chernoff_log_delta(e)))
         if log_d < -700.0:
@@ -840,6 +848,17 @@ class PLDResult:
         flat = eps.ravel()
         for pess, _ in list(self._cache.values()):  # (DiscretePLD, or WithAtoms around one)
             out = np.minimum(out, pess.deltas(flat).reshape(eps.shape))
+        top = self._top_loss()
+        if top is not None:  # at the largest finite loss: the bound of delta_bracket
+            p_inf = self.inf_mass + 0.0  # (never −0.0)
+            gap = np.maximum(top[1] - eps, 0.0)
+            for _ in range(4):  # (rounded up, as _math.up)
+                gap = np.nextafter(gap, np.inf)
+            bound = p_inf + gap
+            for _ in range(4):
+                bound = np.nextafter(bound, np.inf)
+            bound = np.where(eps >= top[1], p_inf, np.minimum(bound, 1.0))
+            out = np.where(eps >= top[0], np.minimum(out, bound), out)
         return out
 
     def delta(self, epsilon: float) -> float:
@@ -894,4 +913,3 @@ def compose_pld(
                 f"|loss| ≤ {MAX_LOSS:g} (such a pair is not private in any useful sense)"
             )
     return PLDResult(pairs, h, t, tl)
-
