@@ -214,6 +214,15 @@ def test_delta_at_the_largest_loss_is_bounded_without_grids() -> None:
             assert hi <= 1e-14
             bound = result.delta_upper_bounds(np.array([e]))[0]
             assert exact <= bound <= 1e-14
+    # with mass at +∞ (three (0.5, 1e-7)-DP items): at and above the top loss δ = P[L = ∞]
+    # = 1 − (1 − 1e-7)³ exactly (1e-7 as the float it is), which the bracket must hold
+    result = compose_pld([(sdp.ApproxDP(0.5, 1e-7), 3), (sdp.RandomizedResponse(eps0), 2)])
+    with mp.workdps(40):
+        p_inf = 1 - (1 - mp.mpf(1e-7)) ** 3
+        for e in (math.inf, 5.0, result._top_loss()[1]):  # type: ignore[index]
+            lo, hi = result.delta_bracket(e)
+            assert lo <= p_inf <= hi, (e, lo, hi)
+            assert hi <= p_inf * (1 + 1e-13)
     # the exponential and Laplace mix that used to refine for ~40 s, at its top loss
     items = [(sdp.Exponential(0.45198666297669143), 1), (sdp.Laplace(1 / 1.5990240684169157), 1)]
     at = sdp.compose(items).renyi(math.inf)

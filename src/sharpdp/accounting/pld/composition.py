@@ -370,6 +370,21 @@ class PLDResult:
             s += count * math.log1p(-p)
         return -math.expm1(s)
 
+    def _inf_mass_bracket(self) -> tuple[float, float]:
+        """P[L = ∞] rounded down and up: the sum s = Σ c·log1p(−p) of :attr:`inf_mass` has terms of
+        one sign, each off by ≤ 2 ulps (log1p, product), and m − 1 additions, so it errs by at most
+        (m + 2)u·|s|; counted twice, and one ulp for expm1, two more for safety."""
+        s = 0.0
+        for pair, count in self.items:
+            if pair.inf_mass >= 1.0:
+                return 1.0, 1.0
+            s += count * math.log1p(-pair.inf_mass)
+        slack = 2.0 * (len(self.items) + 2) * 2.0**-53 * abs(s)
+        low = -math.expm1(s + slack)
+        return max(0.0, math.nextafter(math.nextafter(low, 0.0), 0.0)), min(
+            1.0, _math.up(-math.expm1(s - slack), 2)
+        )
+
     def _log_mgf(self, beta: FloatArray) -> FloatArray:
         """Σ c·log E_P[e^{βL}; L < ∞] over the items, summed in their order; the Laplace pairs'
         terms are evaluated in one vectorised call (:func:`laplace_log_mgfs`, the same values as
@@ -807,18 +822,17 @@ class PLDResult:
         p_inf = self.inf_mass
         if not self.items:
             return 0.0, 0.0
-        if e == math.inf or p_inf >= 1.0:
-            return p_inf, p_inf
-        top = self._top_loss()
+        top = self._top_loss() if e < math.inf and p_inf < 1.0 else (0.0, 0.0)
         if top is not None and e >= top[0]:
             # At (or within the float margin of) the largest finite loss t: δ(ε) − p∞ =
-            # E_P[(1 − e^{ε−L})_+; L < ∞] ≤ (t − ε)_+, since 1 − e^{−x} ≤ x. There the grids
-            # cannot help: the optimistic one rounds the top atoms below ε, and each refinement
-            # (to millions of bins, ~40 s) only narrows the pessimistic side towards this bound.
-            p_inf += 0.0  # (never −0.0)
+            # E_P[(1 − e^{ε−L})_+; L < ∞] ≤ (t − ε)_+, since 1 − e^{−x} ≤ x (and δ(∞) = p∞).
+            # There the grids cannot help: the optimistic one rounds the top atoms below ε, and
+            # each refinement (to millions of bins, ~40 s) only narrows the pessimistic side
+            # towards this bound.
+            low, high = self._inf_mass_bracket()
             if e >= top[1]:
-                return p_inf, p_inf
-            return p_inf, min(1.0, _math.up(p_inf + _math.up(top[1] - e)))
+                return low, high
+            return low, min(1.0, _math.up(high + _math.up(top[1] - e)))
         lam = self._chernoff_tilt(e)
         log_d = float(np.min(self._chernoff_log_delta(e)))
         if log_d < -700.0:
@@ -850,7 +864,7 @@ class PLDResult:
             out = np.minimum(out, pess.deltas(flat).reshape(eps.shape))
         top = self._top_loss()
         if top is not None:  # at the largest finite loss: the bound of delta_bracket
-            p_inf = self.inf_mass + 0.0  # (never −0.0)
+            p_inf = self._inf_mass_bracket()[1]
             gap = np.maximum(top[1] - eps, 0.0)
             for _ in range(4):  # (rounded up, as _math.up)
                 gap = np.nextafter(gap, np.inf)
