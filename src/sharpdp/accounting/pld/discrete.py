@@ -787,6 +787,44 @@ def discretise(
     return _from_masses(masses, lo, phase, h, inf, lam, pessimistic, margin)
 
 
+def discretise_top(
+    pair: DominatingPair,
+    value_discretization: float,
+    floor: float,
+    *,
+    pessimistic: bool = True,
+) -> DiscretePLD:
+    """Discretise the finite part of a pair's loss law restricted to L ≥ t_lo, on the nodes from
+    t_lo (the last node at or below ``floor``) to the top of the pair's grid.
+
+    The result is the law of a *sub*-probability measure μ = P[L ∈ ·, t_lo ≤ L < ∞], discretised
+    like :func:`discretise` (connect the dots from upper bounds of its contents, or the optimistic
+    dual from lower bounds): μ has no mass below t_lo and none at +∞, so the low tail and
+    P[L = ∞] are both zero here, and δ̃ ≥ δ_μ (or ≤) at every t by the same argument. It serves
+    δ(ε) of a composition near its largest loss (:meth:`PLDResult.delta_bracket`): there only
+    losses near each pair's top contribute, so a grid fine on that window alone resolves what a
+    grid over the whole range cannot.
+    """
+    h = _validate.positive("value_discretization", value_discretization)
+    phase = pair.phase(h)
+    lo, hi = pair.grid_range(h, 1e-30, phase)
+    lo = max(lo, math.floor((floor - phase) / h))
+    while lo > -_MAX_NODES and lo * h + phase > floor:  # the float node must lie at or below
+        lo -= 1
+    if hi - lo > MAX_FFT:
+        raise NumericalError(f"a window of {hi - lo} grid cells exceeds the limit {MAX_FFT}")
+    hi = max(hi, lo + 1)
+    contents = pair.contents(h, lo, hi, phase)
+    contents.p_low = contents.p_low_err = contents.u_low = contents.u_low_err = 0.0
+    contents.p_inf = 0.0
+    if pessimistic:
+        masses, inf = pessimistic_masses(contents)
+    else:
+        masses, inf = optimistic_masses(contents)
+    margin = 8.0 * U * (pair.loss_bound() + h)
+    return _from_masses(masses, lo, phase, h, inf, 0.0, pessimistic, margin)
+
+
 # -------------------------------------------------------------------------------------------------
 # FFT machinery
 
