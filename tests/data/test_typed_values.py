@@ -448,3 +448,30 @@ def test_workload_and_mwem_cells_take_the_schema_dtypes() -> None:
     syn = s.mwem(w, privacy=HUGE, rounds=3, rng=0)
     for out in (syn.to_pandas(), syn.sample(rng=0), syn.answer(w)):
         assert {c: str(out[c].dtype) for c in ("i", "b")} == {"i": "Int64", "b": "boolean"}
+
+
+def test_float_keys_take_the_column_float_dtype_in_every_release() -> None:
+    """A float key column came back as objects from a workload (NaN in the rows of the other
+    marginals), as float64 from public keys and as float32 from the engine for a float32 column.
+    Every release now gives the column's own float dtype (NaN where a row has no such key)."""
+    frame = pd.DataFrame(
+        {
+            "who": [f"p{i}" for i in range(8)],
+            "x": np.array([0.5, 1.5] * 4, dtype="float32"),
+            "f": [0.25, 0.75] * 4,
+            "k": ["a", "b", "c", "d"] * 2,
+        }
+    )
+    s = sdp.data.Session(frame, "who", BUDGET)
+    want = {"x": "float32", "f": "float64"}
+    domains = {"x": [0.5, 1.5], "f": [0.25, 0.75], "k": ["a", "b"]}
+    w = sdp.data.marginals(["x", "f", "k"], way=1, domains=domains)
+    out = s.answer(w, privacy=HUGE, rng=0).to_pandas()
+    assert {c: str(out[c].dtype) for c in want} == want
+    assert out["x"].isna().sum() == 4  # the other marginals' rows
+    assert out["f"].isna().sum() == 4
+    assert out.loc[out["query"] == "x", "x"].tolist() == [0.5, 1.5]
+    for keys in ([0.5, 1.5], None):
+        got = s.count_by("x", keys=keys, privacy=sdp.ApproxDP(1e6, 1e-8)).run(rng=0).to_pandas()
+        assert str(got["x"].dtype) == "float32", keys
+        assert got["count"].tolist() == [4, 4]

@@ -149,6 +149,8 @@ def _key_dtype(dtype: Any) -> Any:
         return "boolean"
     if dtype.is_integer():
         return "UInt64" if dtype.is_unsigned_integer() and dtype.nbytes == 8 else "Int64"
+    if dtype.is_floating():  # (NaN marks a missing key, as the engine returns them)
+        return f"float{8 * dtype.nbytes}"
     if dtype.is_date():
         return "datetime64[ms]"
     if dtype.is_timestamp():
