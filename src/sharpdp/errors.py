@@ -50,10 +50,11 @@ class NumericalError(SharpDPError, ArithmeticError):
 class AccuracyNotReached(NumericalError):
     """A composition's value is valid but could not be certified to the requested accuracy.
 
-    ``compose(..., accuracy=a)`` promises exact ≤ value ≤ exact·(1 + a). When the sharpest
-    analysis only brackets the exact value more loosely than that (for instance the PLD at atoms
-    off its grid, once its grids reach their size limit), the query refuses rather than break the
-    promise; the error still carries the valid bound.
+    ``compose(..., accuracy=a)`` promises exact ≤ value ≤ exact·(1 + a) + s (an absolute slack s
+    of 1e-12 on ε, 1e-21 on δ: :attr:`slack`). When the sharpest analysis only brackets the exact
+    value more loosely than that (for instance the PLD at atoms off its grid, once its grids reach
+    their size limit), the query refuses rather than break the promise; the error still carries
+    the valid bound.
 
     Attributes:
         quantity: ``"epsilon"`` or ``"delta"``.

@@ -375,7 +375,9 @@ def compose(items: Iterable[Item], adaptive: bool = True, *, accuracy: float = 1
         accuracy: the relative accuracy promised, in [1e-6, 1) (default 1e-4): whenever an
             analysis that computes the exact composition of the items' dominating pairs applies
             (the PLD, the MGF inversions), the value reported satisfies
-            exact ≤ value ≤ exact·(1 + accuracy) — certified by that analysis's bracket. When no
+            exact ≤ value ≤ exact·(1 + accuracy) + s — certified by that analysis's bracket,
+            with an absolute slack s of 1e-12 on ε and 1e-21 on δ (the PLD's truncated tails,
+            each ≤ 1e-24, bound how finely a tiny δ can be certified). When no
             bracket gets that narrow (the PLD's grids are capped at 2^22 bins; atoms off the grid
             converge slowly), ``epsilon``/``delta`` raise :class:`~sharpdp.AccuracyNotReached`,
             which carries the valid bound found and the bracket's lower end
