@@ -89,7 +89,6 @@ class AccuracyNotReached(NumericalError):
             f"accuracy >= {_coarser(width):g}"
         )
 
-
     def certifies(self, value: float) -> bool:
         """Whether ``value`` (an upper bound on the exact value) is within the accuracy of it:
         value − lower ≤ accuracy·value + slack."""
