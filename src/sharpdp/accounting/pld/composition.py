@@ -841,12 +841,6 @@ class PLDResult:
             if e >= top[1]:
                 return low, high
             return low, min(1.0, _math.up(high + _math.up(top[1] - e)))
-        w_lo, w_hi = math.inf, 0.0  # (no bracket)
-        if top is not None and self.value_discretization is None:
-            w_lo, w_hi, limited = self._top_window_bracket(e, top[1], rival)
-            done = limited or self._good_enough(w_lo, w_hi, 1e3 * self.tail) or w_lo >= rival
-            if w_lo <= w_hi and done:
-                return w_lo, w_hi
         lam = self._chernoff_tilt(e)
         log_d = float(np.min(self._chernoff_log_delta(e)))
         if log_d < -700.0:
@@ -856,6 +850,15 @@ class PLDResult:
             return p_inf, min(1.0, _math.up(p_inf + _math.exp_up(log_d + 1e-9 * -log_d)))
         d_hat = min(0.5, max(math.exp(min(max(log_d, -700.0), 0.0)), 1e-300))  # log_d may be inf
         h = self.value_discretization or self._initial_h(max(e, 1e-3), d_hat, lam * e)
+        w_lo, w_hi = math.inf, 0.0  # (no bracket)
+        if top is not None and self.value_discretization is None and top[1] - e <= 64.0 * h:
+            # within 64 steps of the first grid from the top, which grids over the whole range
+            # resolve only after refining (0.5 s at 35 steps, ~35 s at 1e-8 of one step);
+            # farther from it they are quicker than windows with atoms off their grids
+            w_lo, w_hi, limited = self._top_window_bracket(e, top[1], rival)
+            done = limited or self._good_enough(w_lo, w_hi, 1e3 * self.tail) or w_lo >= rival
+            if w_lo <= w_hi and done:
+                return w_lo, w_hi
         # the truncated tails (each ≤ tail, moved to +∞) put a floor under the gap
         lo, hi = self._refine(
             lambda o: o.delta(e), lambda p: p.delta(e), h, lam, 1e3 * self.tail, rival
