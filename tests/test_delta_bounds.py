@@ -9,6 +9,7 @@ randomized response (the pair of binomial laws), with a Laplace pair's closed-fo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -223,6 +224,13 @@ def test_delta_at_the_largest_loss_is_bounded_without_grids() -> None:
             lo, hi = result.delta_bracket(e)
             assert lo <= p_inf <= hi, (e, lo, hi)
             assert hi <= p_inf * (1 + 1e-13)
+        # with a Gaussian item (no largest loss) far out in the tail, where the Chernoff bound
+        # on the finite part is below e^{-700}: δ is p∞ plus that bound, p∞ again as a bracket
+        result = compose_pld([(sdp.ApproxDP(0.5, 1e-7), 3), (sdp.Gaussian(1.0), 1)])
+        lo, hi = result.delta_bracket(60.0)
+        assert lo <= p_inf <= hi, (lo, hi)
+        assert hi <= p_inf * (1 + 1e-13)
+        assert result.lower_delta(60.0) <= p_inf
     # the exponential and Laplace mix that used to refine for ~40 s, at its top loss
     items = [(sdp.Exponential(0.45198666297669143), 1), (sdp.Laplace(1 / 1.5990240684169157), 1)]
     at = sdp.compose(items).renyi(math.inf)
@@ -251,14 +259,15 @@ def _br_pair_delta(x: object, eta: float) -> mp.mpf:
     )
 
 
-def _br_density_quad(eta: float, inner: object, epsilon: float) -> mp.mpf:
-    """E_{L ~ BR pair}[inner(ε − L)] by quadrature over the density (breakpoints at the inner
-    profile's kinks given by ``inner.kinks``)."""
+def _br_density_quad(
+    eta: float, inner: Callable[[mp.mpf], mp.mpf], kinks: Sequence[float], epsilon: float
+) -> mp.mpf:
+    """E_{L ~ BR pair}[inner(ε − L)] by quadrature over the density, with breakpoints where
+    ε − L crosses a kink of ``inner``."""
     e, eps = mp.mpf(eta), mp.mpf(epsilon)
     c = mp.e ** (e / 2) / (2 * mp.expm1(e))
-    kinks = [eps - k for k in inner.kinks]  # type: ignore[attr-defined]
-    pts = sorted({-e, e, *(k for k in kinks if -e < k < e)})
-    return mp.quad(lambda y: c * mp.e ** (y / 2) * inner(eps - y), pts)  # type: ignore[operator]
+    pts = sorted({-e, e, *(eps - k for k in kinks if -e < eps - k < e)})
+    return mp.quad(lambda y: c * mp.e ** (y / 2) * inner(eps - y), pts)
 
 
 def _window_holds(result: object, epsilon: float, exact: mp.mpf) -> None:
@@ -271,16 +280,6 @@ def _window_holds(result: object, epsilon: float, exact: mp.mpf) -> None:
 
 #: The absolute accuracy the PLD stops at (1e3 × its tail bound): below it δ is "good enough".
 _FLOOR = 1e3 * 1e-24
-
-
-class _Profile:
-    """A profile t ↦ δ(t) with the points where it has kinks (for quadrature breakpoints)."""
-
-    def __init__(self, f: object, kinks: list[mp.mpf]) -> None:
-        self.f, self.kinks = f, kinks
-
-    def __call__(self, t: mp.mpf) -> mp.mpf:
-        return self.f(t)  # type: ignore[operator, no-any-return]
 
 
 def test_delta_near_the_largest_loss_is_bracketed_from_the_top_windows() -> None:
@@ -296,11 +295,14 @@ def test_delta_near_the_largest_loss_is_bracketed_from_the_top_windows() -> None
     result = compose_pld(items)
     public = sdp.compose(items)
     top = eta + e0
-    lap = _Profile(lambda t: laplace_pair_delta(t, e0), [mp.mpf(-e0), mp.mpf(e0)])
+
+    def lap(t: mp.mpf) -> mp.mpf:
+        return laplace_pair_delta(t, e0)
+
     with mp.workdps(40):
         for rel in (3e-2, 1e-3, 1e-5, 1e-6, 1e-7, 1e-9, 1e-11, 1e-13):
             e = top * (1 - rel)
-            exact = _br_density_quad(eta, lap, e)
+            exact = _br_density_quad(eta, lap, (-e0, e0), e)
             lo, hi = result.delta_bracket(e)
             assert lo <= exact <= hi, (rel, lo, hi, exact)
             _window_holds(result, e, exact)
@@ -340,7 +342,10 @@ def test_top_windows_of_groups_and_atoms_hold_the_exact_profile() -> None:
         eta, rr = 0.6, 0.25
         result = compose_pld([(sdp.BoundedRange(eta), 2), (sdp.RandomizedResponse(rr), 2)])
         top = 2 * eta + 2 * rr
-        br = _Profile(lambda t: _br_pair_delta(t, eta), [mp.mpf(-eta), mp.mpf(eta)])
+
+        def br(t: mp.mpf) -> mp.mpf:
+            return _br_pair_delta(t, eta)
+
         p = 1 / (1 + mp.e ** mp.mpf(rr))
         for rel in (1e-2, 1e-4, 1e-6):
             e = top * (1 - rel)
@@ -348,7 +353,7 @@ def test_top_windows_of_groups_and_atoms_hold_the_exact_profile() -> None:
                 mp.binomial(2, j)
                 * p**j
                 * (1 - p) ** (2 - j)
-                * _br_density_quad(eta, br, e - rr * (2 - 2 * j))
+                * _br_density_quad(eta, br, (-eta, eta), e - rr * (2 - 2 * j))
                 for j in range(3)
             )
             lo, hi = result.delta_bracket(e)

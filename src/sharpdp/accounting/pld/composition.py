@@ -369,24 +369,26 @@ class PLDResult:
     @property
     def inf_mass(self) -> float:
         """P[L = ∞] of the composition: 1 − Π(1 − p_i)^{k_i} (computed with log1p)."""
-        s = 0.0
-        for pair, count in self.items:
-            p = pair.inf_mass
-            if p >= 1.0:
-                return 1.0
-            s += count * math.log1p(-p)
-        return -math.expm1(s)
+        s = self._log_finite_mass()
+        return 1.0 if s is None else -math.expm1(s)
 
-    def _inf_mass_bracket(self) -> tuple[float, float]:
-        """P[L = ∞] rounded down and up: the sum s = Σ c·log1p(−p) of :attr:`inf_mass` has terms of
-        one sign, each off by ≤ 2 ulps (log1p, product), and m − 1 additions, so it errs by at most
-        (m + 2)u·|s|; counted twice, and one ulp for expm1, two more for safety."""
+    def _log_finite_mass(self) -> float | None:
+        """s = Σ c·log1p(−p_i) = log P[L < ∞], or None when a pair has all its mass at +∞."""
         s = 0.0
         for pair, count in self.items:
             if pair.inf_mass >= 1.0:
-                return 1.0, 1.0
+                return None
             s += count * math.log1p(-pair.inf_mass)
-        slack = 2.0 * (len(self.items) + 2) * 2.0**-53 * abs(s)
+        return s
+
+    def _inf_mass_bracket(self) -> tuple[float, float]:
+        """P[L = ∞] rounded down and up: the sum s of :meth:`_log_finite_mass` has terms of one
+        sign, each off by ≤ 2 ulps (log1p, product), and m − 1 additions, so it errs by at most
+        (m + 2)u·|s|; counted twice, and one ulp for expm1, two more for safety."""
+        s = self._log_finite_mass()
+        if s is None:
+            return 1.0, 1.0
+        slack = 2.0 * (len(self.items) + 2) * _U * abs(s)
         low = -math.expm1(s + slack)
         return max(0.0, math.nextafter(math.nextafter(low, 0.0), 0.0)), min(
             1.0, _math.up(-math.expm1(s - slack), 2)
@@ -653,7 +655,7 @@ class PLDResult:
         e = _validate.nonnegative("epsilon", epsilon, allow_inf=True)
         if not self.items:
             return 0.0
-        p_inf = self.inf_mass
+        p_inf = self._inf_mass_bracket()[0]  # (a lower bound: its float sum may be ulps above)
         if e == math.inf or p_inf >= 1.0:
             return p_inf
         lam = self._chernoff_tilt(e)
@@ -847,7 +849,9 @@ class PLDResult:
             # δ(ε) − p∞ ≤ c(λ)e^{−λε}E_P[e^{λL}] (CKS20-type, with c(λ) = max_x (1 − e^{−x})e^{−λx})
             # is already below e^{−700}: report it (padded against rounding) rather than
             # discretise losses this far out in the tail.
-            return p_inf, min(1.0, _math.up(p_inf + _math.exp_up(log_d + 1e-9 * -log_d)))
+            # (P[L = ∞] as its bracket: its float sum may lie ulps below the exact mass)
+            low, high = self._inf_mass_bracket()
+            return low, min(1.0, _math.up(high + _math.exp_up(log_d + 1e-9 * -log_d)))
         d_hat = min(0.5, max(math.exp(min(max(log_d, -700.0), 0.0)), 1e-300))  # log_d may be inf
         h = self.value_discretization or self._initial_h(max(e, 1e-3), d_hat, lam * e)
         w_lo, w_hi = math.inf, 0.0  # (no bracket)
@@ -904,7 +908,8 @@ class PLDResult:
         if cap < 2:
             cap = math.floor(gap / (16.0 * _U * bound))
         most = max(c for _, c in items)
-        if not (0.0 < gap <= self._width() / 16.0) or cap < 2:
+        spread = self._width()
+        if not (0.0 < gap <= spread / 16.0) or cap < 2:
             return math.inf, 0.0, False
         p_inf_low, p_inf_high = self._inf_mass_bracket()
         pad_u = 64.0 * _U * bound
@@ -917,15 +922,18 @@ class PLDResult:
                 return lo, hi, False  # (grids over the whole range may still do better)
             pad = 4.0 * h + pad_u
             values = []
-            for pess in (True, False):
-                groups = []
-                for (pair, count), t in zip(items, cast(list[float], tops), strict=True):
-                    q = discretise_top(pair, h, t - gap - pad, pessimistic=pess)
-                    if count > 1:
-                        q = _power(q, count, self.tail, floor=count * t - gap - pad)
-                    groups.append(q)
-                composed = _compose_groups([(q, 1) for q in groups], self.tail)
-                values.append(composed.delta(epsilon))
+            try:
+                for pess in (True, False):
+                    groups = []
+                    for (pair, count), t in zip(items, cast(list[float], tops), strict=True):
+                        q = discretise_top(pair, h, t - gap - pad, pessimistic=pess)
+                        if count > 1:
+                            q = _power(q, count, self.tail, floor=count * t - gap - pad)
+                        groups.append(q)
+                    composed = _compose_groups([(q, 1) for q in groups], self.tail)
+                    values.append(composed.delta(epsilon))
+            except NumericalError:  # (a window the FFTs cannot hold: the grids decide)
+                return lo, hi, False
             step_lo = math.nextafter(values[1] + p_inf_low, 0.0) * (1.0 - 4.0 * _U)
             step_hi = min(1.0, _math.up(values[0] + p_inf_high, 2))
             lo, hi = max(lo, step_lo), min(hi, step_hi)  # every grid's bracket holds δ
@@ -938,7 +946,7 @@ class PLDResult:
         # coarser than the windows and cannot do better (an exponential and a Laplace mechanism
         # at ε = t(1 − 1e-8): ~35 s for the same width); at larger gaps they may (atoms of
         # incommensurate lattices are summed exactly outside their grids)
-        return lo, hi, gap <= self._width() * 2.0**-12
+        return lo, hi, gap <= spread * 2.0**-12
 
     def delta_upper_bounds(self, epsilons: FloatArray) -> FloatArray:
         """Valid upper bounds on δ(ε) at every ε ≥ 0 of ``epsilons`` from the grids composed so
