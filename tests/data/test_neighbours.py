@@ -435,3 +435,81 @@ def test_nested_key_columns_are_refused_by_their_type() -> None:
         with pytest.raises(sdp.InvalidParameter, match="nested type"):
             s.count_by("k", keys=None, privacy=sdp.ApproxDP(0.5, 1e-7))
         assert s.accountant.spent() == 0.0
+
+
+def _signed_zero_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One table twice: with −0.0 and NaN, then with 0.0 and NULL, in the columns a query reads
+    (``k`` as key, ``v`` as value, ``who`` as person) and in one it does not (``junk``).
+
+    Each person has three rows, two keys and two values under key 0: the caps (one key per
+    person, one row per key) bind, and the hash that picks what is kept reads the text of the
+    unit, key and value, where −0.0 and 0.0 differ."""
+    persons = 60
+    who = np.repeat(np.arange(persons, dtype=np.float64), 3)
+    k = np.tile([-0.0, -0.0, 1.5], persons)
+    v = np.tile([-0.0, 2.0, 2.0], persons)
+    v[1::6] = math.nan
+    raw = pd.DataFrame({"who": np.where(who == 0, -0.0, who), "k": k, "v": v})
+    raw["junk"] = np.where(np.arange(len(raw)) % 2 == 0, -0.0, math.nan)
+    clean = raw.copy()
+    for column in clean.columns:
+        clean[column] = clean[column].abs()  # −0.0 as 0.0; NaN stays, for DuckDB to read as NULL
+    clean = pd.concat(
+        [clean.drop(columns=["v", "junk"]), clean[["v", "junk"]].astype("Float64")], axis=1
+    )  # a pandas NA (NULL), not NaN
+    return raw, clean[raw.columns]
+
+
+_EVERY_READER: dict[str, Callable[[Any], Any]] = {
+    "count_by": lambda s: s.count_by("k", keys=None, privacy=sdp.ApproxDP(1.0, 1e-7)),
+    "count_by keys": lambda s: s.count_by("k", keys=[0.0, 1.5], privacy=sdp.PureDP(1.0)),
+    "top_k": lambda s: s.top_k("k", k=1, keys=[0.0, 1.5], privacy=sdp.PureDP(1.0)),
+    "top_k unknown": lambda s: s.top_k("k", k=1, keys=None, privacy=sdp.ApproxDP(1.0, 1e-7)),
+    "select_best": lambda s: s.select_best("k", keys=[0.0, 1.5], privacy=sdp.PureDP(1.0)),
+    "sum by": lambda s: s.sum("v", bounds=(-1, 3), by="k", keys=[0.0], privacy=sdp.PureDP(1.0)),
+    "mean": lambda s: s.mean("v", bounds=(-1, 3), privacy=sdp.PureDP(1.0)),
+    "quantile": lambda s: s.quantile("v", 0.5, bounds=(-1, 3), privacy=sdp.PureDP(1.0)),
+    "workload": lambda s: s.workload(
+        sdp.data.marginals(["k"], way=1, domains={"k": [0.0, 1.5]}), privacy=sdp.PureDP(1.0)
+    ),
+    "workload unknown": lambda s: s.workload(
+        sdp.data.marginals(["k", "v"], way=2), privacy=sdp.ApproxDP(30.0, 1e-7)
+    ),
+}
+
+
+@pytest.mark.parametrize("query", sorted(_EVERY_READER))
+def test_every_query_reads_its_columns_canonical(query: str) -> None:
+    """Each query reads −0.0 as 0.0 and NaN as NULL in its keys, values and privacy unit alike,
+    whatever the other columns hold: the same seed releases the same values from both tables,
+    with no −0.0 anywhere. (Keys found in the data need the query to canonicalise them, the
+    columns it reads and no others since a wide table's every column cost more than the query;
+    the bounding's hash already reads the two zeros alike, NaN as NULL, and public keys show
+    their own values.)"""
+    raw, clean = _signed_zero_tables()
+    released = []
+    for table in (raw, clean):
+        s = sdp.data.Session(table, "who", sdp.ApproxDP(50.0, 1e-6), seed=7)
+        frame = _EVERY_READER[query](s).run(rng=3).to_pandas()
+        for column in frame.columns:
+            if frame[column].dtype.kind == "f":
+                signs = np.copysign(1.0, frame[column].dropna().to_numpy(np.float64))
+                zeros = frame[column].dropna().to_numpy(np.float64) == 0.0
+                assert (signs[zeros] > 0).all(), (query, column, frame)
+        released.append(frame)
+    pd.testing.assert_frame_equal(released[0], released[1])
+
+
+def test_the_session_table_shows_values_as_queries_read_them() -> None:
+    import pyarrow.compute as pc
+
+    raw, _ = _signed_zero_tables()
+    shown = sdp.data.Session(raw, "who", sdp.PureDP(1.0)).table.to_pyarrow()
+    for column in ("who", "k", "v", "junk"):
+        values = shown[column]
+        assert not pc.any(pc.is_nan(values)).as_py(), column  # NaN read as NULL
+        zeros = pc.filter(values, pc.equal(values, 0.0)).to_numpy()
+        assert len(zeros), column
+        assert (np.copysign(1.0, zeros) > 0).all(), column
+    assert shown["v"].null_count == 30
+    assert shown["junk"].null_count == 90

@@ -24,6 +24,7 @@ from sharpdp.errors import InvalidParameter
 
 __all__ = [
     "Source",
+    "canonical_values",
     "check_columns",
     "execute",
     "ibis",
@@ -41,7 +42,7 @@ class Source:
     """An Ibis table and the backend that executes it.
 
     Attributes:
-        table: the Ibis table expression.
+        table: the Ibis table expression, its values as stored (see :meth:`columns`).
         backend: the Ibis backend (``backend.execute(expr)`` runs an expression).
         engine: the backend's name (``"duckdb"``, ``"pyspark"``, ...).
         rows: the table's row count when known (a session counts them when it opens).
@@ -51,6 +52,48 @@ class Source:
     backend: Any
     engine: str
     rows: int | None = None
+
+    def columns(self, names: Sequence[str]) -> Any:
+        """The table narrowed to ``names`` (repeats dropped), their values canonical
+        (:func:`canonical_values`): what a query reads.
+
+        Narrowing first canonicalises only the columns a query reads: over every column of a
+        wide table, the expressions cost Ibis more time to build and compile than the query
+        takes (opening a session and a count on 10⁵ rows of 200 float columns took 115 ms, 51 ms
+        narrowed). A query that reads a column it did not name fails when it is built instead of
+        reading raw values.
+        """
+        return canonical_values(self.table.select(*dict.fromkeys(names)))
+
+
+def canonical_values(table: Any) -> Any:
+    """``table`` with −0.0 read as 0.0 and NaN as NULL in its floating-point columns, and the
+    time 24:00:00 as NULL in its time columns.
+
+    Engines group −0.0 with 0.0 but print them apart, and which one a group shows is whichever
+    row the engine keeps: as a key, or in the text the bounding hashes, the sign of a zero made a
+    result depend on other people's rows and on row order. NaN and NULL are two groups that
+    every output shows alike (NaN in pandas, null in JSON), in an order the engine picks: a
+    seeded release was not reproducible. (|x| at 0, not x + 0.0, which optimisers may fold, nor
+    a float literal, which Spark reads as a decimal and widens float32 to double.)"""
+    schema = table.schema()
+    floats = [c for c, t in schema.items() if t.is_floating()]
+    times = [c for c, t in schema.items() if t.is_time()]
+    if not floats and not times:
+        return table
+    api = ibis()
+
+    def canonical(x: Any) -> Any:
+        return api.cases((x.isnan(), api.null(x.type())), (x == 0, x.abs()), else_=x)
+
+    def time_of_day(t: Any) -> Any:
+        # DuckDB's TIME holds 24:00:00, which no Python time can: a key table holding it failed
+        # to come back to Python, before the spend, only when someone held that value
+        return api.ifelse(t.hour() >= 24, api.null(t.type()), t)
+
+    return table.mutate(
+        **{c: canonical(table[c]) for c in floats}, **{c: time_of_day(table[c]) for c in times}
+    )
 
 
 def ibis() -> Any:

@@ -308,7 +308,7 @@ def cell_table(
     seeded hash and the first ``max_rows`` kept (:func:`sharpdp.data._bounding.per_person_key`).
     """
     ibis = _engine.ibis()
-    t = query.source.table
+    t = query._rows(*workload.columns)
     for c in workload.columns:
         dom = workload.domain(c)
         if isinstance(dom, Bins):

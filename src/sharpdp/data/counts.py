@@ -77,7 +77,7 @@ class CountQuery(Query):
     tau: int | None = None
 
     def _compute(self) -> pd.DataFrame:
-        table = self.source.table
+        table = self._rows(*self.keys)
         if self.public is not None and self.keys:
             table = _bounding.restrict_keys(table, self.keys, self.public)
         plan = _bounding.pair_plan(table, self.privacy_unit, self.keys, self.source.rows)

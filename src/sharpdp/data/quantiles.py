@@ -65,7 +65,9 @@ class QuantileQuery(Query):
     def _histogram_expr(self) -> Any:
         """The engine's (by-key, grid index) → rows table, as an Ibis expression."""
         ibis = _engine.ibis()
-        table = _bounding.valued_rows(self.source.table, self.column, self.keys, self.public)
+        table = _bounding.valued_rows(
+            self._rows(*self.keys, self.column), self.column, self.keys, self.public
+        )
         lower, upper = self.mechanism.bounds
         position = _bounding.grid_position(table[self.column], lower, upper, self.mechanism.cells)
         kept = _bounding.kept_rows(

@@ -438,6 +438,12 @@ class Query(ABC):
         typed = conform_keys(frame, self.source.table.schema(), keys)
         return release if typed is frame else dataclasses.replace(release, frame=typed)
 
+    def _rows(self, *columns: str) -> Any:
+        """The table narrowed to the privacy unit and ``columns``, values canonical
+        (:meth:`sharpdp.data._engine.Source.columns`): what the query reads."""
+        unit = () if self.privacy_unit is None else (self.privacy_unit,)
+        return self.source.columns((*unit, *columns))
+
     def _bounding_kwargs(self) -> dict[str, Any]:
         """The caps and salt of :attr:`bounding`, as keyword arguments of the ``_bounding`` rules."""
         b = self.bounding

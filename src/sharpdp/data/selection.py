@@ -53,7 +53,7 @@ class _PublicSelection(Query):
     def _scores(self, metric: str) -> dict[tuple[Any, ...], np.ndarray[Any, Any]]:
         """Per by-group, the score of each candidate (0 when absent), from the engine."""
         table = _bounding.restrict_keys(
-            self.source.table, (self.column,), tuple((c,) for c in self.candidates)
+            self._rows(*self.by, self.column), (self.column,), tuple((c,) for c in self.candidates)
         )
         if self.by and self.groups is not None:
             table = _bounding.restrict_keys(table, self.by, self.groups)
@@ -167,8 +167,8 @@ class LimitDomQuery(Query):
 
     def _top_expr(self) -> Any:
         ibis = _engine.ibis()
-        table = self.source.table
         cols = (*self.by, self.column)
+        table = self._rows(*cols)
         keep = ibis.and_(*[table[c].notnull() for c in cols])
         table = table.filter(keep)
         if self.by and self.groups is not None:

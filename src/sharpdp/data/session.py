@@ -90,36 +90,6 @@ DISCOVERY_SHARE = 0.1
 # --------------------------------------------------------------------------------------------------
 
 
-def _canonical_values(table: Any) -> Any:
-    """``table`` with −0.0 read as 0.0 and NaN as NULL in its floating-point columns, and the
-    time 24:00:00 as NULL in its time columns.
-
-    Engines group −0.0 with 0.0 but print them apart, and which one a group shows is whichever
-    row the engine keeps: as a key, or in the text the bounding hashes, the sign of a zero made a
-    result depend on other people's rows and on row order. NaN and NULL are two groups that
-    every output shows alike (NaN in pandas, null in JSON), in an order the engine picks: a
-    seeded release was not reproducible. (|x| at 0, not x + 0.0, which optimisers may fold, nor
-    a float literal, which Spark reads as a decimal and widens float32 to double.)"""
-    ibis = _engine.ibis()
-    schema = table.schema()
-    floats = [c for c, t in schema.items() if t.is_floating()]
-    times = [c for c, t in schema.items() if t.is_time()]
-    if not floats and not times:
-        return table
-
-    def canonical(x: Any) -> Any:
-        return ibis.cases((x.isnan(), ibis.null(x.type())), (x == 0, x.abs()), else_=x)
-
-    def time_of_day(t: Any) -> Any:
-        # DuckDB's TIME holds 24:00:00, which no Python time can: a key table holding it failed
-        # to come back to Python, before the spend, only when someone held that value
-        return ibis.ifelse(t.hour() >= 24, ibis.null(t.type()), t)
-
-    return table.mutate(
-        **{c: canonical(table[c]) for c in floats}, **{c: time_of_day(table[c]) for c in times}
-    )
-
-
 def _columns(name: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -394,7 +364,7 @@ class Session:
         if nulls:
             assert unit_missing is not None
             t = t.filter(~unit_missing)
-        t = _canonical_values(t)
+        # values stay as stored; each query canonicalises the columns it reads (Source.columns)
         source = _engine.Source(t, source.backend, source.engine, rows=rows - nulls)
         self._source = source
         self._unit = privacy_unit
@@ -423,8 +393,10 @@ class Session:
 
     @property
     def table(self) -> Any:
-        """The Ibis table queried (NULL units already dropped with ``null_units="drop"``)."""
-        return self._source.table
+        """The Ibis table queried (NULL units already dropped with ``null_units="drop"``), as
+        queries read its values: −0.0 as 0.0 and NaN as NULL in floating-point columns, the time
+        24:00:00 as NULL (see :func:`sharpdp.data._engine.canonical_values`)."""
+        return _engine.canonical_values(self._source.table)
 
     def __repr__(self) -> str:
         return (

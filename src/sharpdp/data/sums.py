@@ -53,7 +53,9 @@ class _ValueQuery(Query):
 
     def _pairs(self) -> Any:
         step, lo_g, hi_g = self.grid
-        table = _bounding.valued_rows(self.source.table, self.column, self.keys, self.public)
+        table = _bounding.valued_rows(
+            self._rows(*self.keys, self.column), self.column, self.keys, self.public
+        )
         if self.bounding.clamp_per == "person":
             return _bounding.per_person_total(
                 table,
