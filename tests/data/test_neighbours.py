@@ -513,3 +513,33 @@ def test_the_session_table_shows_values_as_queries_read_them() -> None:
         assert (np.copysign(1.0, zeros) > 0).all(), column
     assert shown["v"].null_count == 30
     assert shown["junk"].null_count == 90
+
+
+def test_a_query_refused_while_built_takes_no_salt() -> None:
+    """The same seed and the same sequence of *built* queries keep the same rows: a query refused
+    while it is built (bad keys; too many MWEM rounds, after its domain's discovery query was
+    built) must not shift the salts of those after it."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"who": rng.integers(0, 20, 200), "k": rng.choice(list("abcde"), 200)})
+
+    def refused(s: sdp.data.Session) -> None:
+        for build in (
+            lambda: s.count_by("k", keys=["a", 1], privacy=sdp.PureDP(1.0)),
+            lambda: s.mwem_query(
+                sdp.data.marginals(["k"], way=1), privacy=sdp.ApproxDP(1.0, 1e-7), rounds=10**9
+            ),
+            lambda: s.workload(
+                sdp.data.marginals(["k"], way=1), privacy=sdp.ApproxDP(1.0, 1e-7), mechanism="?"
+            ),
+        ):
+            with pytest.raises(sdp.InvalidParameter):
+                build()
+
+    kept = []
+    for refuse_first in (False, True):
+        s = sdp.data.Session(df, "who", sdp.ApproxDP(5.0, 1e-6), seed=0)
+        if refuse_first:
+            refused(s)
+        q = s.count_by("k", keys=list("abcde"), privacy=sdp.PureDP(1.0), max_groups=1)
+        kept.append(q.bounded()["count"].tolist())
+    assert kept[0] == kept[1]

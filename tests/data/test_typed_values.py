@@ -181,8 +181,13 @@ def test_nulls_are_not_part_of_a_domain_found_privately() -> None:
     assert set(dict(syn.domains)["k"]) == {"a", "b"}
 
 
-@pytest.mark.parametrize("name", ["count", "total", "mean", "lower", "rank", "query"])
+@pytest.mark.parametrize(
+    "name",
+    ["count", "total", "mean", "lower", "rank", "query", "ROWS", "Total", "Persons", "COUNT"],
+)
 def test_columns_named_like_results_are_refused(name: str) -> None:
+    """In any case: the engines match column names regardless of case, so a key ``ROWS`` was read
+    in the place of the bounding's ``rows`` and released key value × persons."""
     df = pd.DataFrame({"uid": range(20), name: ["a", "b"] * 10, "v": [1.0] * 20})
     s = sdp.data.Session(df, "uid", BUDGET)
     for build in (
@@ -196,9 +201,23 @@ def test_columns_named_like_results_are_refused(name: str) -> None:
     assert spent(s) == 0.0
 
 
-def test_tables_with_the_bounding_prefix_are_refused() -> None:
+@pytest.mark.parametrize("name", ["_sdp_md5", "_SDP_V", "_Sdp_unit"])
+def test_tables_with_the_bounding_prefix_are_refused(name: str) -> None:
     with pytest.raises(sdp.InvalidParameter, match="reserved"):
-        sdp.data.Session(pd.DataFrame({"uid": [1], "_sdp_md5": ["a"]}), "uid", BUDGET)
+        sdp.data.Session(pd.DataFrame({"uid": [1], name: ["a"]}), "uid", BUDGET)
+
+
+@pytest.mark.parametrize("name", ["n", "N", "pairs", "h"])
+def test_key_columns_named_like_intermediate_columns_count_right(name: str) -> None:
+    """A key ``n`` made every count with max_rows ≥ 2 fail (the bounding's row count per pair
+    was named ``n``); ``N`` would have read it. Bounded counts against pandas: each person's
+    rows per key capped at 2, every key kept (κ = 3 ≥ the keys a person has)."""
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"uid": rng.integers(0, 30, 300), name: rng.choice([-5, 7, 11], 300)})
+    s = sdp.data.Session(df, "uid", BUDGET)
+    got = s.count_by(name, keys=[-5, 7, 11], privacy=HUGE, max_rows=2, max_groups=3).bounded()
+    expected = df.groupby(["uid", name]).size().clip(upper=2).groupby(name).sum()
+    assert got.set_index(name)["count"].to_dict() == expected.to_dict()
 
 
 def test_predicate_values_from_series_and_ranges_and_no_nulls(dated: pd.DataFrame) -> None:

@@ -499,9 +499,9 @@ def _count_pairs(rows: Any, part: list[str], max_rows: int) -> Any:
 
     if max_rows == 1:  # every kept pair counts one row: distinct pairs, no count to carry
         return rows.distinct().mutate(rows=ibis.literal(1, _engine.dtype("int64")))
-    pairs = rows.group_by(part).aggregate(n=ibis._.count())
+    pairs = rows.group_by(part).aggregate(_sdp_n=ibis._.count())
     return pairs.select(
-        *part, rows=ibis.least(pairs.n, ibis.literal(max_rows, _engine.dtype("int64")))
+        *part, rows=ibis.least(pairs["_sdp_n"], ibis.literal(max_rows, _engine.dtype("int64")))
     )
 
 

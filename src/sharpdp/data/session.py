@@ -16,14 +16,15 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
-import itertools
 import math
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -245,6 +246,30 @@ class _Values:
     copies: int
 
 
+_P = ParamSpec("_P")
+_Q = TypeVar("_Q")
+
+
+def _builds_query(method: Callable[_P, _Q]) -> Callable[_P, _Q]:
+    """Make a session method that builds a query take its salts all or none: one that raises
+    (bad input, a refused target...) gives back the salts it or its sub-queries took, so the
+    queries built after it keep the rows they would have kept without it. Building holds the
+    session's lock, so salts are taken and given back in order."""
+
+    @functools.wraps(method)
+    def build(*args: _P.args, **kwargs: _P.kwargs) -> _Q:
+        session = cast("Session", args[0])
+        with session._building:
+            taken = session._salts_taken
+            try:
+                return method(*args, **kwargs)
+            except BaseException:
+                session._salts_taken = taken
+                raise
+
+    return build
+
+
 class Session:
     """Private queries over one table, protecting each person (``privacy_unit``) under a budget.
 
@@ -283,9 +308,10 @@ class Session:
         null_units: ``"refuse"`` (default) or ``"drop"`` (see above).
         seed: seeds the per-query salts of contribution bounding (default 0; ``None`` draws 128
             random bits). The same seed and the same sequence of built queries keep the same rows
-            on every engine, so with the same ``run(rng=...)`` every engine releases the same
-            values. A public salt costs no privacy: for any fixed salt, the rows kept for a person
-            depend only on that person's rows, so neighbouring tables stay neighbouring.
+            on every engine (a query refused while it is built takes no salt), so with the same
+            ``run(rng=...)`` every engine releases the same values. A public salt costs no
+            privacy: for any fixed salt, the rows kept for a person depend only on that person's
+            rows, so neighbouring tables stay neighbouring.
         period: the budget period label of the account.
         max_groups: the default κ (keys per person) of queries that do not declare one.
         max_rows: the default m (rows per person per key) of queries that do not declare one.
@@ -336,7 +362,8 @@ class Session:
         if privacy_unit is not None:
             _engine.check_columns(source.table, "privacy_unit", (privacy_unit,))
             _engine.check_scalar_columns(source.table, "privacy_unit", (privacy_unit,))
-        taken = [c for c in source.table.columns if c.startswith(_bounding.RESERVED_PREFIX)]
+        # (engines match column names regardless of case: `_SDP_V` would stand for `_sdp_v`)
+        taken = [c for c in source.table.columns if c.lower().startswith(_bounding.RESERVED_PREFIX)]
         if taken:
             raise InvalidParameter(
                 f"table: column names starting with {_bounding.RESERVED_PREFIX!r} are reserved "
@@ -373,7 +400,8 @@ class Session:
             budget=budget, ledger=ledger, analyst=analyst, period=period
         )
         self._seed = secrets.randbits(128) if seed is None else seed
-        self._counter = itertools.count()
+        self._salts_taken = 0
+        self._building = threading.RLock()
 
     # -- properties -------------------------------------------------------------------------------
     @property
@@ -406,7 +434,8 @@ class Session:
 
     # -- helpers ----------------------------------------------------------------------------------
     def _salt(self) -> str:
-        n = next(self._counter)
+        n = self._salts_taken
+        self._salts_taken += 1
         return hashlib.sha256(f"sharpdp-bounding:{self._seed}:{n}".encode()).hexdigest()[:32]
 
     def _common(self) -> dict[str, Any]:
@@ -466,11 +495,13 @@ class Session:
                     f"{parameter}: column {c!r} holds durations ({schema[c]}), which cannot be "
                     "released as keys: convert them to a number of seconds (or days) first"
                 )
-            if c in RESERVED_COLUMNS:
+            # DuckDB and Spark match names regardless of case: a key `ROWS` read in the place
+            # of the bounding's `rows` released key value × persons, past the sensitivity
+            if c.lower() in RESERVED_COLUMNS:
                 raise InvalidParameter(
                     f"{parameter}: the column name {c!r} is one that sharpdp's results or its "
-                    f"bounding use ({', '.join(sorted(RESERVED_COLUMNS))}): rename the column to "
-                    "query it"
+                    f"bounding use, in any case ({', '.join(sorted(RESERVED_COLUMNS))}): rename "
+                    "the column to query it"
                 )
 
     def _numeric(self, column: str, purpose: str = "to sum") -> bool:
@@ -559,6 +590,7 @@ class Session:
         return cols, self._public(name, keys, cols)
 
     # -- counts -----------------------------------------------------------------------------------
+    @_builds_query
     def count(self, *, privacy: sdp.Guarantee, max_rows: int | None = None) -> CountQuery:
         """The number of rows, each person contributing at most ``max_rows``.
 
@@ -583,6 +615,7 @@ class Session:
             **self._common(),
         )
 
+    @_builds_query
     def count_by(
         self,
         columns: str | Sequence[str],
@@ -736,6 +769,7 @@ class Session:
             **self._common(),
         )
 
+    @_builds_query
     def sum(
         self,
         column: str,
@@ -805,6 +839,7 @@ class Session:
             SumQuery, "sum", target, v, (stat,), clamp_per=clamp, noise=plan.mechanism
         )
 
+    @_builds_query
     def mean(
         self,
         column: str,
@@ -857,6 +892,7 @@ class Session:
         )
 
     # -- quantiles --------------------------------------------------------------------------------
+    @_builds_query
     def quantile(
         self,
         column: str,
@@ -1016,6 +1052,7 @@ class Session:
         )
         return candidates, cols, groups
 
+    @_builds_query
     def top_k(
         self,
         column: str,
@@ -1181,6 +1218,7 @@ class Session:
             **self._common(),
         )
 
+    @_builds_query
     def select_best(
         self,
         column: str,
@@ -1318,6 +1356,7 @@ class Session:
             )
         return workload, target, m, answers_target, discovery
 
+    @_builds_query
     def workload(
         self,
         workload: Workload,
@@ -1419,6 +1458,7 @@ class Session:
         assert isinstance(release, WorkloadRelease)
         return release
 
+    @_builds_query
     def mwem_query(
         self,
         workload: Workload,
