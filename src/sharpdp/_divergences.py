@@ -252,6 +252,8 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
         pad = 2.0**-50 * (inside + outside) + argument_error / _SQRT_2PI
         # (+ the rounding of the sum and of log itself: 4 ulps of the result)
         return _math.up(math.log(max(inside - outside, 0.0) + pad) + 2.0**-52, 4)
+    if a * a == math.inf:  # |a| > 1.3e154: δ ≤ Φ(a) ≤ e^{−a²/2}/2 (a ≤ 0), a²/2 > max float/2
+        return -0.5 * sys.float_info.max  # (a²/2 overflowed to a NaN, read as δ = 1, before)
     x1, x2 = -a / _SQRT2, -b / _SQRT2  # 0 ≤ x1 < x2
     e1, e2 = _math.erfcx(x1), _math.erfcx(x2)
     # erfcx decreases and is convex on x ≥ 0, with |erfcx'(x)| ≤ (√(x²+2) − x)²/√π (from

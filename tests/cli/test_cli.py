@@ -299,3 +299,51 @@ def test_quantile_support_points_releases_the_tied_median(people_csv: Path) -> N
     cells = runner.invoke(app, [*base, "--seed", "1"])
     assert cells.exit_code == 0, cells.output
     assert json.loads(cells.output)["rows"][0]["quantile"] in (2.5, 3.5)
+
+
+def test_text_that_looks_like_markup_prints_as_itself(tmp_path: Path, run_main: MainRun) -> None:
+    """Column names and keys are the data's text: "[/c]" as a column failed in the terminal's
+    markup parser after the spend (its release lost, its budget gone); "[bold]y" lost its tag."""
+    path = tmp_path / "markup.csv"
+    rows = [(i, "[/c]" if i % 2 else "[bold]y") for i in range(60)]
+    pd.DataFrame(rows, columns=["pid", "[/c]"]).to_csv(path, index=False)
+    ledger = tmp_path / "m.sqlite"
+    args = ["query", str(path), "count-by", "[/c]", "--unit", "pid", "--keys", "[/c],[bold]y"]
+    args += ["--privacy", "pure:0.1", "--budget", "pure:1", "--ledger", str(ledger)]
+    code, out, err = run_main([*args, "--explain"])
+    assert code == 0, err
+    assert "count_by(['[/c]']" in out
+    code, out, err = run_main(args)
+    assert code == 0, err
+    assert "[bold]y" in out
+    assert "[/c]" in out
+    history = sdp.Accountant(budget=sdp.PureDP(1.0), ledger=str(ledger)).history()
+    assert len(history) == 1
+
+
+def test_query_names_the_budgets_currency(people_csv: Path, run_main: MainRun) -> None:
+    """Under a zCDP budget the cost is ρ (it was labelled ε); --json says which."""
+    args = ["query", str(people_csv), "count", "--unit", "who", "--drop-null-units"]
+    args += ["--budget", "zcdp:0.1", "--privacy", "zcdp:0.01"]
+    code, out, err = run_main(args)
+    assert code == 0, err
+    assert "cost ρ = 0.01" in out
+    assert "cost ε" not in out
+    code, out, err = run_main([*args, "--json"])
+    assert code == 0, err
+    assert json.loads(out)["measure"] == "rho"
+    code, out, err = run_main([*args[:-4], "--json"])
+    assert json.loads(out)["measure"] == "epsilon"
+
+
+@pytest.mark.parametrize("content", [b"hello", b"PAR1" + bytes(200)])
+def test_a_file_that_is_not_parquet_is_bad_input(
+    content: bytes, tmp_path: Path, run_main: MainRun
+) -> None:
+    path = tmp_path / "fake.parquet"
+    path.write_bytes(content)
+    code, out, err = run_main(["query", str(path), "count", "--unit", "pid"])
+    assert (code, out) == (2, "")
+    assert err.startswith("error: table: cannot read")
+    assert "as Parquet" in err
+    assert len(err.strip().splitlines()) == 1, err

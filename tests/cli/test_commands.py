@@ -275,6 +275,7 @@ def test_calibrate_rounds_noise_towards_more_noise() -> None:
         (["gaussian", "--target", "pure:1"], "no Gaussian"),
         (["gaussian", "--target", "rdp:1"], "unknown 'rdp'"),
         (["topk", "--target", "pure:1"], "--k"),
+        (["topk", "--target", "pure:1", "--k", "0"], "k must be >= 1, got 0"),
         (["laplace", "--target", "pure:1", "--k", "3"], "--k applies to topk"),
         (["gaussian", "--target", "approx:1,1e-6", "--sensitivity", "-1"], "sensitivity"),
         (["discrete-laplace", "--target", "pure:1", "--sensitivity", "1.5"], "integer"),
@@ -313,6 +314,14 @@ def test_capacity_359_against_92_and_26() -> None:
     # adaptively, DDR20 does not apply
     got = run_json(["capacity", "exponential:0.025", "--budget", "approx:1,1e-6", "--json"])
     assert got["count"] == sdp.max_compositions(sdp.Exponential(0.025), budget) < 359
+
+
+@pytest.mark.parametrize("item", ["laplace:0.001", "pure:710", "exponential:800", "pure:1e308"])
+def test_capacity_of_an_item_costing_more_than_the_budget_is_zero(item: str) -> None:
+    """One run past e^709 (ε > 709) overflowed the textbook count's advanced composition."""
+    got = run_json(["capacity", item, "--budget", "approx:1,1e-6", "--json"])
+    assert got["count"] == 0
+    assert got["classical"]["textbook_count"] == 0  # type: ignore[index]
 
 
 def test_capacity_under_pure_and_zcdp_budgets() -> None:

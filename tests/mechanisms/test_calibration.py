@@ -105,6 +105,32 @@ def test_impossible_and_bad_requests() -> None:
         sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(1.0, 1e-6), method="magic")
     with pytest.raises(sdp.InvalidParameter):
         sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(1.0, 1e-6), sensitivity=-1.0)
+    for k in (0, -5):  # a bad fixed argument is the caller's error, not "no TopK meets it"
+        with pytest.raises(sdp.InvalidParameter, match="k must be >= 1"):
+            sdp.calibrate(sdp.TopK, sdp.PureDP(1.0), k=k)
+
+
+@pytest.mark.parametrize("epsilon", [1e20, 1e100, 1e300, 1e308])
+def test_the_least_noise_of_a_very_loose_target_is_found(epsilon: float) -> None:
+    """Below the search's usual floor of 2^-40: Laplace's least scale for ε-DP is exactly Δ/ε
+    (the loss is |x − x'|/b ≤ Δ/b), and was reported as 2^-40 ≈ 9.1e-13 at ε = 1e308."""
+    b = sdp.calibrate(sdp.Laplace, sdp.PureDP(epsilon)).scale
+    least = 1.0 / epsilon
+    assert least <= b <= least * (1 + 1e-9) + 2 * math.ulp(least)
+
+
+@pytest.mark.parametrize("epsilon", [1e160, 1e200, 1e300, 1e308])
+def test_a_gaussian_at_an_epsilon_past_the_float_square_root_has_no_delta(epsilon: float) -> None:
+    """δ_μ(ε) ≤ Φ(μ/2 − ε/μ) ≤ e^{−(ε/μ − μ/2)²/2} (Chernoff), below any float for these ε and
+    μ ≤ 1e6. a² overflowed to a NaN there, read as δ = 1: a valid bound, and a σ of 1.8e8 as the
+    'least' noise for ApproxDP(1e300, 1e-6) (the least is near 1/√(2ε) = 7.1e-151)."""
+    for sigma in (1e-6, 1.0, 1e8):
+        assert sdp.Gaussian(sigma).delta(epsilon) < 1e-300
+    if epsilon <= 1e300:
+        sigma = sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(epsilon, 1e-6)).sigma
+        # μ = 1/σ needs μ²/2 + μ·√(2 ln 1/δ) ≳ ε (BS16 Lemma 3.5 bounds it from above)
+        assert sigma <= 1.01 / math.sqrt(2.0 * epsilon)
+        assert sigma >= 0.99 / math.sqrt(2.0 * epsilon) / (1 + 6 / math.sqrt(epsilon))
 
 
 def test_a_calibrated_gaussian_meets_its_target_both_ways() -> None:

@@ -132,7 +132,8 @@ def textbook_count(reading: sdp.Guarantee | None, rho: float, budget: sdp.Approx
         slack = float(Fraction(delta) - k * Fraction(d0))
         if slack <= 0.0:
             return False
-        routes = [math.sqrt(2.0 * k * math.log(1.0 / slack)) * e0 + k * e0 * math.expm1(e0)]
+        growth = math.expm1(e0) if e0 < 709.0 else math.inf  # (e^710 overflows a float)
+        routes = [math.sqrt(2.0 * k * math.log(1.0 / slack)) * e0 + k * e0 * growth]
         if d0 == 0.0:
             routes.append(_zcdp_to_epsilon(k * e0 * e0 / 2.0, delta))
         return _up(min(routes)) <= epsilon

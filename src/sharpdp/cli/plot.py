@@ -111,7 +111,7 @@ def _write(figure: Figure, output: Path) -> None:
     from sharpdp.plots import save
 
     save(figure, output)
-    console.print(f"wrote {output}", highlight=False, soft_wrap=True)
+    console.print(f"wrote {output}", highlight=False, soft_wrap=True, markup=False)
 
 
 Output = Annotated[Path, typer.Option("--output", "-o", help=_OUTPUT_HELP)]

@@ -456,6 +456,7 @@ def _run(
                     {
                         "query": explanation.query,
                         "cost": explanation.cost,
+                        "measure": explanation.measure,
                         "route": explanation.route,
                         "spent_after": explanation.spent_after,
                         "fits": explanation.fits,
@@ -463,7 +464,7 @@ def _run(
                 )
             )
         else:
-            console.print(str(explanation), highlight=False)
+            console.print(str(explanation), highlight=False, markup=False)
         return
     result = plan.run(rng=seed)
     frame = result.to_pandas(level=level)
@@ -482,6 +483,7 @@ def _run(
                     "rows": json_rows(frame),
                     "level": level,
                     "cost": explanation.cost,
+                    "measure": explanation.measure,
                     "spent": spent,
                 }
             )
@@ -492,12 +494,17 @@ def _run(
     # the query as a line of its own: a table's title wraps to the table's width, which cut
     # "ApproxDP(epsilon=…" mid-word above a narrow table
     console.print(f"[bold]{escape(explanation.query)}[/bold]", highlight=False)
-    table = Table(*[str(c) for c in frame.columns])
+    # column names and keys are the data's text, never markup: "[/c]" failed after the spend
+    table = Table(*[escape(str(c)) for c in frame.columns])
     for _, row in frame.iterrows():  # bounds rounded outward: lower down, upper/rank_error up
-        table.add_row(*(format_cell(str(name), value, digits) for name, value in row.items()))
+        table.add_row(
+            *(escape(format_cell(str(name), value, digits)) for name, value in row.items())
+        )
     console.print(table)
+    symbol = "ρ" if explanation.measure == "rho" else "ε"
     console.print(
-        f"cost ε = {upper(explanation.cost, digits)} ({explanation.route}); "
+        f"cost {symbol} = {upper(explanation.cost, digits)} ({explanation.route}); "
         f"spent so far {upper(spent, digits)} of {explanation.budget!r}",
         highlight=False,
+        markup=False,
     )

@@ -456,7 +456,7 @@ def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Sourc
             t = read_csv(backend, path, name, schema, temp=engine is None)
         elif lower.endswith(".parquet") or lower.endswith(".pq"):
             _no_schema(schema, "a Parquet file")
-            t = backend.read_parquet(path, table_name=name)
+            t = _read_parquet(backend, path, name)
         else:
             raise InvalidParameter(f"table: path must end in .csv or .parquet, got {path!r}")
         return Source(t, backend, str(backend.name))
@@ -484,6 +484,19 @@ def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Sourc
         "table must be a CSV/Parquet path, a pandas/Polars DataFrame, a PyArrow table or an Ibis "
         f"table, got {type(table).__name__}"
     )
+
+
+def _read_parquet(backend: Any, path: str, name: str) -> Any:
+    """A Parquet file as a table of ``backend``; a file that is not Parquet (truncated, or
+    another format under the name) is bad input, said as such."""
+    try:
+        return backend.read_parquet(path, table_name=name)
+    except Exception as err:
+        if isinstance(err, InvalidParameter | MemoryError):
+            raise
+        lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
+        why = lines[0][:300] if lines else type(err).__name__
+        raise InvalidParameter(f"table: cannot read {path!r} as Parquet: {why}") from err
 
 
 def _typed_nulls(frame: Any) -> Any:

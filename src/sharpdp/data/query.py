@@ -211,9 +211,15 @@ class Explanation:
     budget: sdp.Guarantee
     notes: tuple[str, ...] = ()
 
+    @property
+    def measure(self) -> str:
+        """What :attr:`cost` and the odometers measure: ``"rho"`` under a zCDP budget, else
+        ``"epsilon"`` (at the budget's δ)."""
+        return "rho" if isinstance(self.budget, sdp.ZCDP) else "epsilon"
+
     def _parts(self) -> list[tuple[str, str]]:
         """(label, text) of each line after the first of ``str()``; notes have no label."""
-        currency = "ρ" if isinstance(self.budget, sdp.ZCDP) else "ε"
+        currency = "ρ" if self.measure == "rho" else "ε"
         at = f" at δ = {exact(self.budget.delta_)}" if isinstance(self.budget, sdp.ApproxDP) else ""
         item, count = self.charge
         parts = [("bounding", self.bounding.describe(self.privacy_unit is None))]

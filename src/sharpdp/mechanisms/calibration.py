@@ -194,6 +194,10 @@ def calibrate(
     def build(value: float) -> M:
         return mechanism(**{family.parameter: value}, **fixed)
 
+    # a bad fixed argument (TopK's k = 0...) is the caller's error: the search below reads
+    # InvalidParameter as "outside the family's range" and would answer "no member meets it"
+    build(1.0)
+
     if not isinstance(method, str) or method not in ("exact", "classical"):
         raise InvalidParameter(f"method must be 'exact' or 'classical', got {method!r}")
     if method == "classical":
@@ -241,11 +245,21 @@ def calibrate(
                     f"no {mechanism.__name__} meets {target!r}: its privacy loss is unbounded "
                     "at any noise, so it is (ε, 0)-DP for no ε (give a target with δ > 0)"
                 )
-            raise NotImplied(f"no {mechanism.__name__} with a noise parameter ≤ 2**50 meets {target!r}")
+            raise NotImplied(
+                f"no {mechanism.__name__} with a noise parameter ≤ 2**50 meets {target!r}"
+            )
         if isinstance(target, GDP):
             value = least_noise_gdp(target, lambda n: n)
         else:
-            value = _math.smallest_valid(ok, 2.0**-40, 1.0, rtol=1e-12, what="calibration")
+            floor = _search_floor(ok)
+            value = _math.smallest_valid(
+                ok,
+                floor,
+                1.0,
+                rtol=1e-12,
+                atol=0.0 if floor < 2.0**-40 else 1e-300,
+                what="calibration",
+            )
         if isinstance(target, ApproxDP):
             # δ(ε) ≤ δ was certified; ε(δ), the reading budgets and compositions take, is found by
             # its own bisection and may land an ulp or so above ε: widen until it agrees
@@ -270,6 +284,20 @@ def calibrate(
                 break
             value = math.nextafter(value, 0.0)
     return _verified(build(value), target)
+
+
+#: The least positive float (subnormal): the bottom of the least-noise search.
+_SMALLEST = math.ulp(0.0)
+
+
+def _search_floor(valid: Callable[[float], bool]) -> float:
+    """The lower end of the least-noise search: 2^-40, or below it while it is still valid (a
+    target as loose as ε = 1e308 is met by a scale of 1e-308, and 2^-40 would not be the least
+    noise), squared down to the least positive float."""
+    floor = 2.0**-40
+    while floor > _SMALLEST and valid(floor):
+        floor = max(floor * floor, _SMALLEST)
+    return floor
 
 
 def _exponent_bracket(valid: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:

@@ -205,7 +205,7 @@ def explanation(query: sdp.data.Query) -> dict[str, Any]:
         "notes": list(e.notes),
         "charge": {"item": repr(item), "count": count},
         "cost": _finite(e.cost),
-        "measure": "rho" if isinstance(e.budget, sdp.ZCDP) else "epsilon",
+        "measure": e.measure,
         "route": e.route,
         "budget": repr(e.budget),
         "spent_before": _finite(e.spent_before),
