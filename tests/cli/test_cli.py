@@ -192,6 +192,27 @@ def test_query_explain_writes_nothing_and_prices_against_the_recorded_budget(
         (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--support", "x"], "--support"),
         (["count", "--unit", "who", "--drop-null-units", "--support", "points"], "--support"),
         (["count", "--unit", "who", "--drop-null-units", "--privacy", "pure:inf"], "finite"),
+        # options and arguments a query does not use are refused, not ignored
+        (["count", "spent", "--unit", "who", "--drop-null-units"], "count takes no COLUMN"),
+        (["mean", "spent", "--bounds", "0,9", "--unit", "who", "--q", "0.9"], "--q does not"),
+        (["count-by", "shop", "--unit", "who", "--k", "3"], "--k does not apply"),
+        (["count", "--unit", "who", "--max-groups", "2"], "--max-groups does not apply"),
+        (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--max-groups", "2"], "--max"),
+        (
+            [
+                "sum",
+                "spent",
+                "--bounds",
+                "0,9",
+                "--unit",
+                "who",
+                "--clamp",
+                "person",
+                "--max-rows",
+                "5",
+            ],
+            "--max-rows does not apply to sum --clamp person",
+        ),
         # the library's keyword arguments are named as this command's options
         (
             ["count-by", "shop", "--unit", "who", "--drop-null-units", "--max-rows", "0"],

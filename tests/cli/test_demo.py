@@ -14,14 +14,17 @@ import sharpdp as sdp
 
 def test_demo_prints_every_release_and_the_budget_statement(tmp_path: Path) -> None:
     ledger = tmp_path / "demo.sqlite"
-    out = subprocess.run(
-        [*script(), "demo", "--ledger", str(ledger)],
+    out = subprocess.run(  # at a level whose percentage needs a decimal (it printed 100%)
+        [*script(), "demo", "--ledger", str(ledger), "--level", "0.999"],
         capture_output=True,
         text=True,
         env={"COLUMNS": "200", "PATH": ""},
         check=True,
     )
     text = out.stdout
+    assert text.count("99.9% interval") == 3  # carriers' counts and means, routes
+    assert "With 99.9% probability the released value's rank" in text  # (it said 95%)
+    assert "95%" not in text
     for heading in (
         "1. The 10 destinations",
         "2. Flights per carrier",

@@ -76,6 +76,11 @@ def classical_epsilon(spends: Sequence[tuple[sdp.Guarantee, int]], delta: float)
     return min(candidates)
 
 
+def _percent(level: float) -> str:
+    """``level`` as a percentage with the digits it needs (99.9%, not 100%)."""
+    return f"{100.0 * level:.10g}%"
+
+
 def _interval(row: pd.Series, digits: int = 5) -> str:
     return f"[{lower(float(row['lower']), digits)}, {upper(float(row['upper']), digits)}]"
 
@@ -103,7 +108,7 @@ class _Demo:
         self, out: pd.DataFrame, column: str, truths: dict[str, pd.Series], show: str
     ) -> None:
         """One row per carrier: the release, its interval, and each named truth beside it."""
-        table = Table("carrier", f"private {column}", f"{self.level:.0%} interval", *truths)
+        table = Table("carrier", f"private {column}", f"{_percent(self.level)} interval", *truths)
         for _, row in out.iterrows():
             table.add_row(
                 row["carrier"],
@@ -185,7 +190,7 @@ class _Demo:
     def median_air_time(self) -> None:
         q = self.s.quantile("air_time", 0.5, bounds=(0, 700), privacy=sdp.PureDP(0.05), max_rows=1)
         r = self.release("Median air time, minutes (one flight per aircraft)", "median air time", q)
-        out = r.to_pandas(level=0.95)
+        out = r.to_pandas(level=self.level)
         # the data the mechanism saw, one flight per aircraft (a demo may look: this is not private)
         ((cells, rows),) = q.histograms().values()
         import numpy as np
@@ -195,7 +200,8 @@ class _Demo:
         console.print(
             f"private median: {float(out['quantile'].iloc[0]):.1f}; true median of the flights "
             f"it saw (one per aircraft): {bounded:.1f}; of all flights: "
-            f"{self.known.air_time.median():.1f}.\nWith 95% probability the released value's rank "
+            f"{self.known.air_time.median():.1f}.\nWith {_percent(self.level)} probability the "
+            "released value's rank "
             f"is within {upper(float(out['rank_error'].iloc[0]), 3)} of the median rank (a "
             "statement that needs no data).",
             highlight=False,
@@ -224,7 +230,7 @@ class _Demo:
         table = Table(
             "route",
             "private count of aircraft",
-            f"{self.level:.0%} interval",
+            f"{_percent(self.level)} interval",
             "true count (before the 3-route cap)",
         )
         for _, row in out.head(8).iterrows():

@@ -132,6 +132,9 @@ _APPLIES: dict[str, tuple[Kind, ...]] = {
     "--keys": (Kind.COUNT_BY, Kind.TOP_K, Kind.SUM, Kind.MEAN),
     "--by": (Kind.SUM, Kind.MEAN),
     "--bounds": (Kind.SUM, Kind.MEAN, Kind.QUANTILE),
+    "--q": (Kind.QUANTILE,),
+    "--k": (Kind.TOP_K,),
+    "--max-groups": (Kind.COUNT_BY, Kind.TOP_K, Kind.SUM, Kind.MEAN),
 }
 
 
@@ -261,7 +264,9 @@ def query(
     bounds: Annotated[
         str | None, typer.Option(help="clamping bounds L,U (sum, mean, quantile)")
     ] = None,
-    q: Annotated[float, typer.Option("--q", help="the quantile, in [0, 1]")] = 0.5,
+    q: Annotated[
+        float | None, typer.Option("--q", help="the quantile, in [0, 1] (default 0.5)")
+    ] = None,
     support: Annotated[
         Support | None,
         typer.Option(
@@ -269,9 +274,13 @@ def query(
             "data: integers with few values)"
         ),
     ] = None,
-    k: Annotated[int, typer.Option("--k", help="how many keys top-k releases")] = 10,
-    max_groups: Annotated[int, typer.Option(help="keys kept per person")] = 1,
-    max_rows: Annotated[int, typer.Option(help="rows kept per person and key")] = 1,
+    k: Annotated[
+        int | None, typer.Option("--k", help="how many keys top-k releases (default 10)")
+    ] = None,
+    max_groups: Annotated[int | None, typer.Option(help="keys kept per person (default 1)")] = None,
+    max_rows: Annotated[
+        int | None, typer.Option(help="rows kept per person and key (default 1)")
+    ] = None,
     clamp: Annotated[
         Clamp,
         typer.Option(help="sum: clamp each 'row' (at most --max-rows), or each 'person' total"),
@@ -309,11 +318,20 @@ def query(
         raise typer.BadParameter("give --unit or --row-level, not both")
     if not 0.0 < level < 1.0:  # checked before anything is spent (NaN fails too)
         raise typer.BadParameter(f"--level: the confidence level must be in (0, 1), got {level!r}")
+    given = {"--keys": keys, "--by": by, "--bounds": bounds, "--q": q, "--k": k}
     _check_applies(
-        kind, {"--keys": keys is not None, "--by": by is not None, "--bounds": bounds is not None}
+        kind,
+        {option: value is not None for option, value in given.items()}
+        | {"--max-groups": max_groups is not None},
     )
+    if kind is Kind.COUNT and column is not None:
+        raise typer.BadParameter(
+            f"count takes no COLUMN (it counts rows), got {column!r}: use count-by {column}"
+        )
     if clamp is Clamp.PERSON and kind is not Kind.SUM:
         raise typer.BadParameter("--clamp person applies to sum only")
+    if clamp is Clamp.PERSON and max_rows is not None:  # each person's rows all count
+        raise typer.BadParameter("--max-rows does not apply to sum --clamp person")
     if support is not None and kind is not Kind.QUANTILE:
         raise typer.BadParameter("--support applies to quantile only")
     key_texts = _list(keys)
@@ -322,10 +340,10 @@ def query(
         "keys": key_texts,
         "by": by,
         "bounds": None if bounds is None else _floats(bounds, "--bounds", 2),
-        "q": q,
-        "k": k,
-        "max_groups": max_groups,
-        "max_rows": max_rows,
+        "q": 0.5 if q is None else q,
+        "k": 10 if k is None else k,
+        "max_groups": 1 if max_groups is None else max_groups,
+        "max_rows": 1 if max_rows is None else max_rows,
         "clamp": clamp,
         "support": support or Support.CELLS,
     }
