@@ -11,6 +11,7 @@ largest score with probability 1 − O(e^{−10⁵}).
 from __future__ import annotations
 
 import datetime as dt
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -494,3 +495,19 @@ def test_float_keys_take_the_column_float_dtype_in_every_release() -> None:
         got = s.count_by("x", keys=keys, privacy=sdp.ApproxDP(1e6, 1e-8)).run(rng=0).to_pandas()
         assert str(got["x"].dtype) == "float32", keys
         assert got["count"].tolist() == [4, 4]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "key"),
+    [("float32", 1e39), ("float32", -1e300), ("float32", 10**400), ("float64", 10**400)],
+)
+def test_a_float_key_past_the_columns_range_is_refused(dtype: str, key: object) -> None:
+    """1e39 became a float32 inf (counting the column's +inf rows under a key no one asked for);
+    10**400 raised OverflowError. An infinite key asked as such still matches."""
+    df = pd.DataFrame({"uid": range(4), "f": np.array([1.0, np.inf, 2.0, 3.0], dtype=dtype)})
+    s = sdp.data.Session(df, "uid", BUDGET)
+    with pytest.raises(sdp.InvalidParameter, match="outside the range"):
+        s.count_by("f", keys=[key, 1.0], privacy=HUGE)
+    got = s.count_by("f", keys=[math.inf, 1.0], privacy=HUGE).bounded()
+    assert got["count"].tolist() == [1, 1]
+    assert spent(s) == 0.0

@@ -63,7 +63,16 @@ def _floating(v: object, dtype: Any) -> Any:
         raise _NotOfColumn
     # the nearest value of the column's width: float32(0.1) ≠ 0.1, and the data holds the former
     width = {16: np.float16, 32: np.float32}.get(getattr(dtype, "nbytes", 8) * 8, np.float64)
-    return float(width(v))  # type: ignore[arg-type]
+    try:
+        with np.errstate(over="raise"):
+            value = float(width(v))  # type: ignore[arg-type]
+    except (OverflowError, FloatingPointError):
+        value = math.inf
+    asked_inf = isinstance(v, float | np.floating) and math.isinf(v)  # (no int is infinite)
+    if math.isinf(value) and not asked_inf:
+        # (1e39 became a float32 inf, counting the +inf rows; 10**400 raised OverflowError)
+        raise _NotOfColumn(f"is outside the range of the column's {dtype} (it would be ±inf)")
+    return value
 
 
 def _decimal(v: object, dtype: Any) -> Any:
