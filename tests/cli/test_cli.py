@@ -368,3 +368,18 @@ def test_a_file_that_is_not_parquet_is_bad_input(
     assert err.startswith("error: table: cannot read")
     assert "as Parquet" in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_null_key_prints_as_null_not_as_the_text_nan(tmp_path: Path, run_main: MainRun) -> None:
+    """pandas holds a missing text key as NaN, which printed as "nan", the text of a real key."""
+    path = tmp_path / "nulls.csv"
+    keys = ["nan"] * 100 + [None] * 100 + ["x"] * 100
+    pd.DataFrame({"who": range(300), "k": keys}).to_csv(path, index=False)
+    args = ["query", str(path), "count-by", "k", "--unit", "who", "--seed", "0"]
+    code, out, err = run_main([*args, "--privacy", "approx:5,1e-7", "--budget", "approx:9,1e-6"])
+    assert code == 0, err
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if "│" in line]
+    assert sorted(row[0] for row in cells) == ["NULL", "nan", "x"]
+    s = sdp.data.Session(str(path), "who", sdp.ApproxDP(9.0, 1e-6))
+    shown = str(s.count_by("k", keys=None, privacy=sdp.ApproxDP(5.0, 1e-7)).run(rng=0))
+    assert sorted(line.split()[0] for line in shown.splitlines()[2:5]) == ["NULL", "nan", "x"]

@@ -507,17 +507,15 @@ def _run(
             )
         )
         return
-    from sharpdp.data.release import format_cell  # (loaded by the query already)
+    from sharpdp.data.release import text_rows  # (loaded by the query already)
 
     # the query as a line of its own: a table's title wraps to the table's width, which cut
     # "ApproxDP(epsilon=…" mid-word above a narrow table
     console.print(f"[bold]{escape(explanation.query)}[/bold]", highlight=False)
     # column names and keys are the data's text, never markup: "[/c]" failed after the spend
     table = Table(*[escape(str(c)) for c in frame.columns])
-    for _, row in frame.iterrows():  # bounds rounded outward: lower down, upper/rank_error up
-        table.add_row(
-            *(escape(format_cell(str(name), value, digits)) for name, value in row.items())
-        )
+    for row in text_rows(frame, result.keys, digits):  # bounds rounded outward, NULL keys shown
+        table.add_row(*(escape(cell) for cell in row))
     console.print(table)
     symbol = "ρ" if explanation.measure == "rho" else "ε"
     console.print(

@@ -8,9 +8,9 @@ beyond the contribution caps and clamping (plus grid rounding) of summed values 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
@@ -33,6 +33,7 @@ __all__ = [
     "format_cell",
     "json_cell",
     "json_rows",
+    "text_rows",
 ]
 
 #: The columns of ``to_pandas()`` that are bounds, and how each is printed: rounded outward
@@ -59,6 +60,31 @@ def format_cell(column: str, value: object, digits: int = 6) -> str:
     if isinstance(value, pd.Timestamp) and value.tzinfo is None and value == value.normalize():
         return value.date().isoformat()  # a date (engines return date columns as timestamps)
     return str(value)
+
+
+def text_rows(frame: pd.DataFrame, keys: Sequence[str], digits: int = 6) -> list[list[str]]:
+    """The rows of a ``to_pandas()`` frame as text (:func:`format_cell` per cell), a key that is
+    NULL as ``NULL``: pandas shows a missing text key as NaN, which printed as "nan", the same
+    text as a key "nan"."""
+    key_columns = set(keys)
+    header = [str(c) for c in frame.columns]
+
+    def cell(name: str, value: object) -> str:
+        if name in key_columns and _is_missing(value):
+            return "NULL"
+        return format_cell(name, value, digits)
+
+    return [
+        [cell(name, value) for name, value in zip(header, row, strict=True)]
+        for row in frame.itertuples(index=False, name=None)
+    ]
+
+
+def _is_missing(value: object) -> bool:
+    try:
+        return bool(pd.isna(cast(Any, value)))
+    except (TypeError, ValueError):  # (a list-like value: not a scalar NULL)
+        return False
 
 
 def json_cell(value: Any) -> Any:
@@ -146,11 +172,7 @@ class Release:
         frame = self.to_pandas(level)
         header = [str(c) for c in frame.columns]
         right = [i for i, c in enumerate(frame.columns) if pd.api.types.is_numeric_dtype(frame[c])]
-        rows = [
-            [format_cell(name, value) for name, value in zip(header, row, strict=True)]
-            for row in frame.itertuples(index=False, name=None)
-        ]
-        return header, rows, right
+        return header, text_rows(frame, self.keys), right
 
     def __str__(self) -> str:
         """The query, ``to_pandas()`` (intervals at level 0.95, rounded outward), the noise law."""
