@@ -383,3 +383,23 @@ def test_a_null_key_prints_as_null_not_as_the_text_nan(tmp_path: Path, run_main:
     s = sdp.data.Session(str(path), "who", sdp.ApproxDP(9.0, 1e-6))
     shown = str(s.count_by("k", keys=None, privacy=sdp.ApproxDP(5.0, 1e-7)).run(rng=0))
     assert sorted(line.split()[0] for line in shown.splitlines()[2:5]) == ["NULL", "nan", "x"]
+
+
+def test_keys_with_commas_and_colons_are_escaped(tmp_path: Path, run_main: MainRun) -> None:
+    """A value holding ':' (a time) in a key of several columns, or ',' in any key, had no way
+    through --keys; '\\:' and '\\,' write them."""
+    path = tmp_path / "escaped.csv"
+    rows = [(i, "05:00" if i % 2 else "06:30", "a,b" if i % 3 else "c") for i in range(120)]
+    pd.DataFrame(rows, columns=["who", "at", "tag"]).to_csv(path, index=False)
+    keys = r"05\:00:a\,b,06\:30:c"
+    args = ["query", str(path), "count-by", "at,tag", "--unit", "who", "--keys", keys]
+    code, out, err = run_main([*args, "--privacy", "pure:50", "--budget", "pure:60", "--json"])
+    assert code == 0, err
+    got = {(r["at"], r["tag"]): r["count"] for r in json.loads(out)["rows"]}
+    assert set(got) == {("05:00:00", "a,b"), ("06:30:00", "c")}  # (the CSV's times, as TIME)
+    assert abs(got[("05:00:00", "a,b")] - 40) <= 2  # odd i not divisible by 3: 40 persons
+    code, out, err = run_main(
+        ["query", str(path), "count-by", "tag", "--unit", "who", "--keys", r"a\,b,c", "--json"]
+    )
+    assert code == 0, err
+    assert sorted(r["tag"] for r in json.loads(out)["rows"]) == ["a,b", "c"]

@@ -448,7 +448,11 @@ def test_budget_unknown_analyst(ledger: Path, run_main: MainRun) -> None:
     assert code == 2  # invalid input (an unknown name), not a refusal
     assert out == ""
     assert "'zed'" in err
-    assert "ana, bob, cy" in err
+    assert "'ana' (period 'all'), 'bob' (period '2024-01'), 'cy' (period 'all')" in err
+    # an unknown period lists the periods too (it listed the analysts alone)
+    code, _, err = run_main(["budget", str(ledger), "--period", "2099"])
+    assert code == 2
+    assert "'bob' (period '2024-01')" in err
 
 
 # -- convert, and errors in general -------------------------------------------------------------------

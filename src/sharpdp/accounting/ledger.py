@@ -1222,6 +1222,12 @@ def _open_file(path: str, timeout: float) -> tuple[sqlite3.Connection, int]:
         _switch_to_wal(conn, timeout)
     except sqlite3.Error as err:
         conn.close()
+        folder = os.path.dirname(os.path.abspath(path))
+        if not (os.access(path, os.W_OK) and os.access(folder, os.W_OK)):
+            raise LedgerError(
+                f"cannot open ledger {path!r} ({err}): a ledger needs write access to its file "
+                "and its directory, even to be read (SQLite keeps its write-ahead log beside it)"
+            ) from err
         raise LedgerError(f"ledger {path!r} is corrupted or unreadable: {err}") from err
     except BaseException:
         conn.close()

@@ -183,10 +183,9 @@ def budget(
                 for name, value in (("analyst", analyst), ("period", period))
                 if value is not None
             )
-            known = ", ".join(sorted({a for a, _ in book.accounts()})) or "none"
-            raise sdp.InvalidParameter(
-                f"{ledger}: no account of {who} (analysts recorded: {known})"
-            )
+            recorded = book.accounts()
+            known = ", ".join(sorted({f"{a!r} (period {p!r})" for a, p in recorded})) or "none"
+            raise sdp.InvalidParameter(f"{ledger}: no account of {who} (accounts: {known})")
         costs: dict[Any, Cost] = {}
         rows = []
         with working("reading the ledger", total=len(accounts)) as advance:

@@ -76,9 +76,29 @@ def _floats(text: str, option: str, n: int) -> tuple[float, ...]:
     return values
 
 
+def _split(text: str, separator: str) -> list[str]:
+    """``text`` cut at each ``separator`` not escaped by a backslash; ``\\`` + separator is
+    the separator itself in a part (other backslashes are kept, for the next split)."""
+    parts, current, i = [], [], 0
+    while i < len(text):
+        if text[i] == "\\" and text[i + 1 : i + 2] == separator:
+            current.append(separator)
+            i += 2
+            continue
+        if text[i] == separator:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(text[i])
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
 def _list(text: str | None) -> list[str] | None:
-    """A comma-separated option as its items, spaces around each ignored (``AA, DL``)."""
-    return None if text is None else [v.strip() for v in text.split(",") if v.strip() != ""]
+    """A comma-separated option as its items, spaces around each ignored (``AA, DL``); a comma
+    inside an item is written ``\\,``."""
+    return None if text is None else [v.strip() for v in _split(text, ",") if v.strip() != ""]
 
 
 _BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
@@ -109,11 +129,12 @@ def _typed_keys(table: Any, columns: list[str], texts: list[str]) -> list[Any]:
     ]
     keys: list[Any] = []
     for text in texts:
-        parts = text.split(":") if len(columns) > 1 else [text]
+        parts = _split(text, ":") if len(columns) > 1 else [text.replace("\\:", ":")]
         if len(parts) != len(columns):
             raise typer.BadParameter(
                 f"--keys: {text!r} is not a key of {', '.join(columns)}: give one value per "
-                f"column, separated by ':' (e.g. --keys {':'.join(['v'] * len(columns))},...)"
+                f"column, separated by ':' (e.g. --keys {':'.join(['v'] * len(columns))},...; "
+                "a ':' or ',' inside a value is written '\\:' or '\\,')"
             )
         values = []
         for part, c, (parse, what) in zip(parts, columns, parsers, strict=True):
@@ -257,7 +278,8 @@ def query(
     keys: Annotated[
         str | None,
         typer.Option(
-            help="public keys, comma-separated (a key containing a comma needs the Python API)"
+            help="public keys, comma-separated; for several columns each key's values are "
+            "separated by ':' (a ',' or ':' inside a value is written '\\,' or '\\:')"
         ),
     ] = None,
     by: Annotated[str | None, typer.Option(help="group sums and means by this column")] = None,
