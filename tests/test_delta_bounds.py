@@ -116,13 +116,14 @@ def test_randomized_response_and_gaussian_bounds_hold_the_exact_sum() -> None:
 def test_the_pld_grids_bound_the_profile_everywhere() -> None:
     """Each pessimistic grid bounds the exact profile at every ε, not only at the ε it was
     refined for: 20 randomized responses, one grid made for ε = 0.4, read at 81 points from 0
-    to the largest loss (exact binomial sums). No grid yet: no information, 1, except at the
-    largest loss itself (10 = 20·0.5, where δ = 0), bounded by its float margin."""
+    to the largest loss (exact binomial sums). No grid yet: only δ(ε) ≤ 10 − ε, from the largest
+    loss 10 = 20·0.5 (where δ = 0, bounded by its float margin)."""
     r = compose_pld([(sdp.RandomizedResponse(0.5), 20)])
     eps = np.linspace(0.0, 10.0, 81)
     first = r.delta_upper_bounds(eps)
-    assert np.all(first[:-1] == 1.0)
+    assert np.allclose(first[:-1], np.minimum(1.0, 10.0 - eps[:-1]), rtol=0.0, atol=1e-12)
     assert 0.0 < first[-1] <= 2e-14
+    assert all(b >= _binary_rr_delta(0.5, 20, float(e)) for b, e in zip(first, eps, strict=True))
     r.delta(0.4)
     bounds = r.delta_upper_bounds(eps)
     exact = [_binary_rr_delta(0.5, 20, float(e)) for e in eps]
@@ -312,6 +313,23 @@ def test_delta_near_the_largest_loss_is_bracketed_from_the_top_windows() -> None
                 assert exact <= value <= exact * (1 + 1e-4), (rel, value, exact)
             else:
                 assert hi <= 4 * exact, (rel, hi, exact)
+
+
+def test_cheap_bounds_near_the_largest_loss_hold_and_are_below_one() -> None:
+    """δ(ε) ≤ P[L = ∞] + (t − ε) below the top loss t too ((1 − e^{ε−L})_+ ≤ (t − ε)_+): points
+    asked only near the top, where no grid had been composed, were all bounded by 1. Against the
+    quadrature of the bounded-range and Laplace mix."""
+    eta, e0 = 0.452, 1.599
+    items = [(sdp.BoundedRange(eta), 1), (sdp.Laplace(1 / e0), 1)]
+    top = eta + e0
+    rels = np.array([3e-2, 1e-3, 1e-6, 1e-9])
+    eps = top * (1 - rels)
+    bounds = sdp.compose(items).delta_bounds(eps)
+    assert bounds is not None
+    with mp.workdps(40):
+        for e, bound, rel in zip(eps, bounds, rels, strict=True):
+            exact = _br_density_quad(eta, lambda t: laplace_pair_delta(t, e0), (-e0, e0), e)
+            assert exact <= bound <= top * rel + 1e-13, (rel, bound, exact)  # (t's float margin)
 
 
 def test_top_windows_of_groups_and_atoms_hold_the_exact_profile() -> None:

@@ -963,7 +963,10 @@ class PLDResult:
         for pess, _ in list(self._cache.values()):  # (DiscretePLD, or WithAtoms around one)
             out = np.minimum(out, pess.deltas(flat).reshape(eps.shape))
         top = self._top_loss()
-        if top is not None:  # at the largest finite loss: the bound of delta_bracket
+        if top is not None:
+            # below the largest finite loss t too: (1 − e^{ε−L})_+ ≤ (L − ε)_+ ≤ (t − ε)_+ for
+            # every finite L ≤ t, so δ(ε) ≤ P[L = ∞] + (t − ε)_+ (what delta_bracket gives at
+            # the top; near it, where no grid resolves δ, the grids' bounds were 1)
             p_inf = self._inf_mass_bracket()[1]
             gap = np.maximum(top[1] - eps, 0.0)
             for _ in range(4):  # (rounded up, as _math.up)
@@ -972,7 +975,7 @@ class PLDResult:
             for _ in range(4):
                 bound = np.nextafter(bound, np.inf)
             bound = np.where(eps >= top[1], p_inf, np.minimum(bound, 1.0))
-            out = np.where(eps >= top[0], np.minimum(out, bound), out)
+            out = np.minimum(out, bound)
         return out
 
     def delta(self, epsilon: float) -> float:
