@@ -111,11 +111,13 @@ def wait_ready(
 
 
 def write_table(path: Path, persons: int = 60) -> Path:
-    """A small table: person, dept (a, b, c), value (0..99), 3 rows per person."""
-    lines = ["person,dept,value"]
+    """A small table: person, dept (a, b, c), value (0..99), score (value/4, a float), 3 rows
+    per person."""
+    lines = ["person,dept,value,score"]
     for p in range(persons):
         for r in range(3):
-            lines.append(f"p{p},{'abc'[(p + r) % 3]},{(7 * p + 13 * r) % 100}")
+            value = (7 * p + 13 * r) % 100
+            lines.append(f"p{p},{'abc'[(p + r) % 3]},{value},{value / 4}")
     path.write_text("\n".join(lines) + "\n")
     return path
 

@@ -302,6 +302,19 @@ def _hostile(server: Server, token: str) -> list[tuple[str, httpx.Response]]:
             httpx.post(url, json=count_by(privacy="pure:\u0663"), headers=h),
         ),
         ("epsilon subnormal", httpx.post(url, json=count_by(privacy="pure:1e-320"), headers=h)),
+        ("rho 1e308", httpx.post(url, json=count_by(privacy="zcdp:1e308"), headers=h)),
+        (
+            "granularity subnormal",
+            httpx.post(url, json=on_value("sum", [0, 1], granularity=1e-320), headers=h),
+        ),
+        (
+            "an integer of 5,000 digits",
+            httpx.post(
+                url,
+                content=b'{"dataset": "people", "max_rows": ' + b"9" * 5000 + b"}",
+                headers={**h, "content-type": "application/json"},
+            ),
+        ),
         (
             "quantile bounds overflowing the grid",
             httpx.post(url, json=on_value("quantile", [-1e307, 1e307], q=0.5), headers=h),
@@ -473,3 +486,73 @@ def test_null_cells_of_every_type_are_json_null() -> None:
     assert [json_cell(v) for v in (pd.NaT, pd.NA, None, float("nan"))] == [None] * 4
     assert json_cell(pd.Timestamp("2021-06-01 12:30:15.123456")) == "2021-06-01T12:30:15.123456"
     assert [json_cell(v) for v in (float("inf"), -float("inf"))] == ["inf", "-inf"]
+
+
+def test_an_infinite_key_is_released_and_stored(server: Server) -> None:
+    """A key of 1e999 (JSON for +inf in Python's parser) on a numeric column spent, then failed
+    to be stored as JSON: a 500, the budget spent and the release lost. It is a key like any
+    other (no row holds it: a count of 0), and the release is kept."""
+    h = bearer(new_analyst(server.url, "inf", "pure:1"))
+    content = json.dumps(count_by(column="score", keys=["KEYS"])).replace(
+        '["KEYS"]', "[1e999, 1.75]"
+    )
+    r = httpx.post(
+        f"{server.url}/queries",
+        content=content.encode(),
+        headers={**h, "content-type": "application/json"},
+    )
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert [row["score"] for row in got["rows"]] == ["inf", 1.75]
+    stored = httpx.get(f"{server.url}/releases/{got['id']}", headers=h)
+    assert stored.status_code == 200, stored.text
+    assert stored.json()["request"]["keys"] == ["inf", 1.75]
+    assert ledger_rows(server, "inf") == 1
+
+
+def test_a_refused_budget_change_leaves_the_policy(server: Server) -> None:
+    """A zCDP budget cannot charge a history with a δ part: refused (422), and the policy for the
+    periods to come stays the old one (it was saved before the ledger refused)."""
+    h = bearer(new_analyst(server.url, "polly", "approx:5,1e-6"))
+    r = httpx.post(
+        f"{server.url}/queries", json=count_by(keys=None, privacy="approx:0.5,1e-7"), headers=h
+    )
+    assert r.status_code == 200, r.text
+    r = httpx.put(
+        f"{server.url}/admin/analysts/polly/budget",
+        json={"budget": "zcdp:100", "reason": "t"},
+        headers=admin(),
+    )
+    assert r.status_code == 422, r.text
+    listed = {
+        a["name"]: a for a in httpx.get(f"{server.url}/admin/analysts", headers=admin()).json()
+    }
+    assert listed["polly"]["budget"] == "approx:5,1e-6"
+
+
+def test_the_budget_reads_after_a_count_over_a_million_groups(server: Server) -> None:
+    """A count with max_groups = 10⁶ is 10⁶ noisy counts; its cost could not be certified to
+    the accuracy promised, and every later GET /budget failed with a 500."""
+    h = bearer(new_analyst(server.url, "wide", "approx:5,1e-6"))
+    body = count_by(keys=None, max_groups=10**6, privacy="pure:0.01")
+    assert httpx.post(f"{server.url}/queries", json=body, headers=h).status_code == 200
+    r = httpx.get(f"{server.url}/budget", headers=h)
+    assert r.status_code == 200, r.text
+    (spend,) = r.json()["history"]
+    assert 0 < spend["cost"] <= 0.01
+
+
+def test_spent_and_remaining_add_up_after_many_kinds_of_spend(server: Server) -> None:
+    """With 8 or more distinct items the accountant records a quicker bound as each spend's
+    spent_after; the response reported it beside the remaining budget of the full analysis,
+    and the two added up to more than the budget. Both now come from one reading, the one
+    GET /budget gives."""
+    h = bearer(new_analyst(server.url, "many", "pure:5"))
+    for i in range(10):
+        r = httpx.post(
+            f"{server.url}/queries", json=count_by(privacy=f"pure:0.0{i + 1}"), headers=h
+        )
+        assert r.status_code == 200, r.text
+        got = r.json()
+        assert got["spent"] + got["remaining"] == pytest.approx(5.0, abs=1e-9)
+    assert httpx.get(f"{server.url}/budget", headers=h).json()["spent"] == got["spent"]

@@ -235,9 +235,18 @@ def _pure_laplace(epsilon: float, sensitivity: int, copies: int) -> sdp.Discrete
 
 def _zcdp_gaussian(rho: float, sensitivity: int, copies: int) -> sdp.DiscreteGaussian:
     """The least σ (a float) with copies·Δ²/(2σ²) ≤ ρ, checked in rationals."""
-    sigma = _finite("the noise σ", math.sqrt(copies * sensitivity**2 / (2.0 * rho)))
-    while Fraction(copies * sensitivity**2) / (2 * Fraction(sigma) ** 2) > Fraction(rho):
+    # √(c·Δ²/2)/√ρ: 2ρ overflowed at ρ = 1e308, making σ = 0 and the check below divide by it
+    sigma = _finite("the noise σ", math.sqrt(copies * sensitivity**2 / 2.0) / math.sqrt(rho))
+    if sigma == 0.0:
+        raise InvalidParameter(f"the noise σ would be 0 (ρ = {rho!r} is too large)")
+
+    def meets(s: float) -> bool:
+        return Fraction(copies * sensitivity**2) / (2 * Fraction(s) ** 2) <= Fraction(rho)
+
+    while not meets(sigma):
         sigma = math.nextafter(sigma, math.inf)
+    while meets(below := math.nextafter(sigma, 0.0)) and below > 0.0:  # the least such float
+        sigma = below
     return sdp.DiscreteGaussian(sigma, sensitivity=sensitivity)
 
 

@@ -533,8 +533,14 @@ class Session:
         else:
             step = _validate.positive("granularity", granularity)
         # rounded inwards, so that clamped values (and a mean) never leave the bounds
-        lo_g = math.ceil(lo / step)
-        hi_g = math.floor(hi / step)
+        lo_q, hi_q = lo / step, hi / step
+        if not (math.isfinite(lo_q) and math.isfinite(hi_q)):  # (a subnormal step: 1/1e-320)
+            raise InvalidParameter(
+                f"granularity {step!r} is too fine for the bounds ({lo}, {hi}): pass "
+                f"granularity >= {_finest_step(lo, hi)!r}"
+            )
+        lo_g = math.ceil(lo_q)
+        hi_g = math.floor(hi_q)
         if hi_g <= lo_g:
             raise InvalidParameter(f"granularity {step!r} is coarser than the bounds ({lo}, {hi})")
         if max(abs(lo_g), abs(hi_g)) > GRID_LIMIT:

@@ -455,6 +455,9 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
         except sdp.BudgetExceeded as err:
             service.auth.set_policy(name, old_budget)
             raise Conflict(str(err)) from None
+        except BaseException:  # any refusal (a zCDP budget that cannot charge the history...)
+            service.auth.set_policy(name, old_budget)  # leaves the policy as it was
+            raise
         return {"name": name, "budget": body.budget, "period": period}
 
     # -- analysts ---------------------------------------------------------------------------------
@@ -501,6 +504,9 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
             # Query.run: the spend is checked and recorded durably first, then the engine runs
             start = _clock()
             _SPENT.at = None
+            # the request as stored, before the spend: storing it must not fail after it (a key
+            # of 1e999 spent, then failed as JSON, and the release was lost)
+            stored_request = _json(body.model_dump(mode="json"))
             release = query.run(rng=None)
             result = release_payload(release, body.level)
             _split(request, start, getattr(_SPENT, "at", None))
@@ -514,10 +520,12 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
                 slot.period,
                 body.dataset,
                 entry.id,
-                body.model_dump(mode="json"),
+                stored_request,
                 _json(result),
             )
-            remaining = accountant.remaining()
+            # the odometer now, with the remaining budget from the same reading (a spend's own
+            # spent_after may be a quicker, looser bound: the two did not add up to the budget)
+            now = accountant.summary()
             _timed(request, "store", start)
         return _respond(
             request,
@@ -527,9 +535,9 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
                 "spend_id": entry.id,
                 "period": slot.period,
                 **result,
-                "spent": entry.spent_after,
-                "measure": entry.measure,
-                "remaining": remaining,
+                "spent": now.spent,
+                "measure": now.measure,
+                "remaining": now.remaining,
             },
         )
 
@@ -636,8 +644,11 @@ def _handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and "parsing the body" in str(exc.detail):
+            # FastAPI's own words for a body Python's JSON parser refused (invalid UTF-8, an
+            # integer of over 4,300 digits, nesting past the recursion limit): malformed, 422
+            return _error(422, "the body is not valid JSON (or not UTF-8, or too deeply nested)")
         return _error(exc.status_code, str(exc.detail))
-
 
 
 def app_from_environment() -> FastAPI:
