@@ -873,3 +873,26 @@ def test_vectorised_rr_renyi_is_an_upper_bound_within_1e11(k: int, alpha: float)
         want = rr_renyi(e, alpha, k)  # mpmath at 40 digits (its last digits are rounding)
         assert want * (1 - mp.mpf(10) ** -30) <= value <= want * (1 + 1e-11) + 1e-300
     assert list(rr_renyi_many(np.array([0.0, math.inf]), alpha, k)) == [0.0, math.inf]
+
+
+@pytest.mark.parametrize("mu", [1e6, 1e8, 1e9, 1e10, 1e12])
+def test_gaussian_delta_holds_at_huge_mu(mu: float) -> None:
+    """δ(ε) = Φ(a) − e^ε Φ(b), a = μ/2 − ε/μ, b = a − μ, in 80 digits, at ε = μ²/2 − xμ (a ≈ x):
+    for μ ≥ 1e9 the outside term was exp(log(e^ε − 1) + log Φ(b)), two terms of size ~ε whose
+    rounding swamped their sum, and δ came out as low as 3e-7 for an exact 0.977; calibrating a
+    Gaussian to (5e17, 1e-6) then returned a σ that did not meet it."""
+    with mp.workdps(80):
+        for x in (-3.0, 0.0, 0.5, 2.0, 5.0, 20.0):
+            eps = mu * mu / 2 - x * mu
+            m, e = mp.mpf(mu), mp.mpf(eps)  # (the floats, exactly)
+            a = m / 2 - e / m
+            exact = mp.ncdf(a) - mp.e**e * mp.ncdf(a - m)
+            got = sdp.GDP(mu).delta(eps)
+            assert exact <= got, (x, got, exact)
+            # a = μ/2 − ε/μ is known to the last bit of ε/μ (~1.1e-16·μ), at slope ≤ φ(a)
+            assert got <= exact * (1 + 1e-9) + 1e-15 * mu, (x, got, exact)
+    sigma = sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(mu * mu / 2, 1e-6)).sigma
+    with mp.workdps(80):
+        m, e = 1 / mp.mpf(sigma), mp.mpf(mu * mu / 2)
+        a = m / 2 - e / m
+        assert mp.ncdf(a) - mp.e**e * mp.ncdf(a - m) <= 1e-6

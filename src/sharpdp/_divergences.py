@@ -243,13 +243,16 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
         # δ = (Φ(a) − Φ(b)) − (e^ε − 1)Φ(b), the first part a sum of two positive erf values (no
         # cancellation however small μ is), the second at most a fraction ~μ of it for small μ
         inside = 0.5 * (math.erf(a / _SQRT2) + math.erf(-b / _SQRT2))
-        if epsilon == 0.0:
-            outside = 0.0
-        else:
-            log_growth = epsilon + math.log(-math.expm1(-epsilon))  # log(e^ε − 1), no overflow
-            outside = math.exp(min(log_growth + _math.log_ndtr(b), 709.0))
-        # both terms move with a (resp. b) at slope ≤ φ(a) ≤ 1/√(2π) (e^ε φ(b) = φ(a))
-        pad = 2.0**-50 * (inside + outside) + argument_error / _SQRT_2PI
+        # (e^ε − 1)Φ(b) = (1 − e^{−ε})·e^ε Φ(b) = (1 − e^{−ε})·½e^{−a²/2}·erfcx(−b/√2), since
+        # e^ε φ(b) = φ(a): not exp(log(e^ε − 1) + log Φ(b)), whose two terms of size ~ε round
+        # by ~u·ε each, which swamped their sum once ε ≫ 1 (δ at μ = 1e9 came out 3e-7 below an
+        # exact 0.977: log Φ(b) moves at slope |b| ≈ μ with b's last bit)
+        outside = -math.expm1(-epsilon) * 0.5 * math.exp(-0.5 * a * a) * _math.erfcx(-b / _SQRT2)
+        # both terms move with a (resp. b) at slope ≤ φ(a) ≤ 1/√(2π) (∂/∂a of φ(a)Φ(b)/φ(b) is
+        # ≤ 0.3, ∂/∂b ≤ φ(a)); the outside term's own rounding (erfcx, exp, expm1 and products:
+        # 2⁻⁴⁶) and that of a² (u·a² in the exponent) are added to the pad
+        own = outside * (2.0**-46 + a * a * 2.0**-52)
+        pad = 2.0**-50 * (inside + outside) + own + argument_error / _SQRT_2PI
         # (+ the rounding of the sum and of log itself: 4 ulps of the result)
         return _math.up(math.log(max(inside - outside, 0.0) + pad) + 2.0**-52, 4)
     if a * a == math.inf:  # |a| > 1.3e154: δ ≤ Φ(a) ≤ e^{−a²/2}/2 (a ≤ 0), a²/2 > max float/2
