@@ -13,6 +13,7 @@ the bound they implement.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import mpmath as mp
 import numpy as np
@@ -911,3 +912,31 @@ def test_zcdp_epsilon_is_never_below_the_gaussians_own(rho: float) -> None:
             m, x = mp.mpf(mu), mp.mpf(e)
             a = m / 2 - x / m
             assert mp.ncdf(a) - mp.e**x * mp.ncdf(a - m) <= delta * (1 + 1e-12), (delta, e)
+
+
+def test_tiny_parameters_never_underflow_to_zero_privacy_loss() -> None:
+    """A positive divergence or δ must never be reported as 0: D_α of a 1e-300-DP item rounded
+    to 0, so 10⁸ of them composed by Rényi sums certified δ(0) = 0; two GDP(1e-300) composed to
+    μ = 0 (c·μ² underflowed); GDP(1e-300) converted to ZCDP(0)."""
+    for item in (sdp.PureDP(1e-300), sdp.RandomizedResponse(1e-300), sdp.BoundedRange(1e-300)):
+        assert item.renyi(2.0) > 0.0, item
+    # δ(0) of μ-GDP is 2Φ(μ/2) − 1 = μ/√(2π) to first order; two composed: μ√2
+    with mp.workdps(50):
+        exact = 2 * mp.ncdf(mp.mpf(1e-300) * mp.sqrt(2) / 2) - 1
+    assert sdp.compose([(sdp.GDP(1e-300), 2)]).delta(0.0) >= exact
+    # k items of ε-DP: δ(0) = TV of the k-fold binary RR ≥ P[Bin(k, p) > k/2] − P[Bin(k, q) > k/2],
+    # which the CLT makes ≈ 2√k·ε/√(2π)·(1/2) > 0: certainly positive
+    assert sdp.compose([(sdp.PureDP(1e-300), 10**8)]).delta(0.0) > 0.0
+    assert sdp.compose([(sdp.PureDP(1e-300), 10**9)]).epsilon(1e-300) > 0.0
+    assert sdp.convert(sdp.GDP(1e-300), sdp.ZCDP).rho > 0.0
+
+
+def test_gdp_to_zcdp_rounds_up() -> None:
+    """ρ = μ²/2 as the least float ≥ it (0.5·μ·μ rounded to nearest: 0.24499999999999997 for
+    μ = 0.7, below the exact 0.2449999999999999689...)."""
+    rng = np.random.default_rng(5)
+    for mu in [0.7, *rng.uniform(0, 10, 200), *10.0 ** rng.uniform(-200, 150, 200)]:
+        rho = sdp.convert(sdp.GDP(float(mu)), sdp.ZCDP).rho
+        exact = Fraction(float(mu)) ** 2 / 2
+        assert Fraction(rho) >= exact
+        assert Fraction(math.nextafter(rho, 0.0)) < exact

@@ -69,7 +69,15 @@ def rr_renyi(epsilon: float, alpha: float, categories: int = 2) -> float:
         z.append(0.0)
     # the weights and the sum carry a few ulps (measured up to 1.6e-15 below the exact value at
     # ε = 0.01): rounded up by 32 ulps, which :func:`rr_renyi_many`'s 2⁻⁴⁰ still covers
-    return _math.up(_math.renyi_of_finite_pair(p, z, alpha), 32)
+    value = _math.up(_math.renyi_of_finite_pair(p, z, alpha), 32)
+    return value if value > 0.0 else _underflowed(min(epsilon, 0.5 * alpha * epsilon * epsilon))
+
+
+def _underflowed(bound: float) -> float:
+    """A positive divergence whose float underflowed to 0 (ε ≲ 1e-162: D_α ≈ αε²/2): ``bound``, a
+    closed-form upper bound on it (ε-DP is ε²/2-zCDP, Bun–Steinke 2016 Prop 3.3; η-BR η²/8),
+    rounded up, and never 0 — summed over 10⁸ items, zeros had certified δ = 0."""
+    return max(_math.up(bound), math.ulp(0.0))
 
 
 def rr_renyi_many(epsilons: npt.NDArray[np.float64], alpha: float, categories: int = 2) -> (
@@ -118,7 +126,11 @@ def rr_renyi_many(epsilons: npt.NDArray[np.float64], alpha: float, categories: i
             value = np.where(small, series, (top + np.log(rest)) / lam)
         value = np.where(saturated, eps, value)
         value = np.where(eps == 0.0, 0.0, np.where(np.isinf(eps), np.inf, value))
-    return np.asarray(np.maximum(value, 0.0) * (1.0 + 2.0**-40), dtype=np.float64)
+        out = np.maximum(value, 0.0) * (1.0 + 2.0**-40)
+        # a positive D_α that underflowed to 0: αε²/2 (as rr_renyi), and never 0
+        bound = np.minimum(eps, 0.5 * alpha * eps * eps) * (1.0 + 2.0**-40)
+        out = np.where((out == 0.0) & (eps > 0.0), np.maximum(bound, math.ulp(0.0)), out)
+    return np.asarray(out, dtype=np.float64)
 
 
 def _phi(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -453,7 +465,8 @@ def br_renyi(eta: float, alpha: float) -> float:
         )
     s = min(max(s, 0.0), eta)
     weights, losses = _grr_pair(eta, s)
-    return _math.renyi_of_finite_pair(weights, losses, alpha)
+    value = _math.renyi_of_finite_pair(weights, losses, alpha)
+    return value if value > 0.0 else _underflowed(min(eta, alpha * eta * eta / 8.0))
 
 
 def br_delta(eta: float, epsilon: float) -> float:

@@ -1032,7 +1032,8 @@ def gdp_to_zcdp(g: GDP) -> ZCDP:
     """μ-GDP ⇒ μ²/2-zCDP: the Gaussian pair dominates, with D_α = αμ²/2 [BS16 Lemma 2.4]; tight."""
     if math.isinf(g.mu):
         raise NotImplied(f"{g!r} is vacuous")
-    return ZCDP(0.5 * g.mu * g.mu)
+    # the least float ≥ μ²/2 (0.5·μ·μ rounds to nearest, and to 0 for μ ≲ 1e-162)
+    return ZCDP(_math.float_up(Fraction(g.mu) ** 2 / 2))
 
 
 @_register_approx(

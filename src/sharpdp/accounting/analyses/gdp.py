@@ -29,7 +29,12 @@ def _gdp(items: Items, adaptive: bool) -> Guarantee:
         if not isinstance(g, GDP | Gaussian):
             raise NotImplied(f"{g!r} is not a Gaussian/GDP item")
         mus.append((g.mu, c))
-    return GDP(_math.up(math.sqrt(math.fsum(c * m * m for m, c in mus))))
+    # √(Σ c μ²) as M·√(Σ c (μ/M)²), M the largest μ: c·μ² underflowed to 0 for μ ≲ 1e-162
+    # (two GDP(1e-300) composed to δ(0) = 0) and overflows for μ ≳ 1e154
+    top = max((m for m, _ in mus), default=0.0)
+    if top == 0.0 or math.isinf(top):
+        return GDP(top)
+    return GDP(_math.up(top * math.sqrt(math.fsum(c * (m / top) ** 2 for m, c in mus))))
 
 
 @register(
