@@ -12,6 +12,7 @@ the bound they implement.
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -940,3 +941,20 @@ def test_gdp_to_zcdp_rounds_up() -> None:
         exact = Fraction(float(mu)) ** 2 / 2
         assert Fraction(rho) >= exact
         assert Fraction(math.nextafter(rho, 0.0)) < exact
+
+
+@pytest.mark.parametrize("epsilon0", [1e-3, 1.0, 30.0, 1e154])
+def test_epsilon_of_delta_never_rises_with_delta(epsilon0: float) -> None:
+    """ε(δ) is non-increasing: ε(1e-300) was 4 ulps above ε(0) = ε0 (ε0 + log1p(−x) rounded up
+    when the log1p is 0), and BR's ε(0.5) above its ε(1e-6) at η ≥ 1e154."""
+    deltas = [0.0, 1e-300, 1e-100, 1e-20, 1e-6, 0.1, 0.5, 1 - 1e-16]
+    for g in (
+        sdp.PureDP(epsilon0),
+        sdp.Laplace(1.0 / epsilon0),
+        sdp.RandomizedResponse(epsilon0),
+        sdp.BoundedRange(epsilon0),
+        sdp.Exponential(epsilon0),
+        sdp.ApproxDP(epsilon0, 1e-300),
+    ):
+        values = [g.epsilon(d) for d in deltas]
+        assert all(a >= b for a, b in itertools.pairwise(values)), (g, values)

@@ -175,7 +175,9 @@ def rr_epsilon(epsilon0: float, delta: float, categories: int = 2) -> float:
     x = delta * scale
     if x >= -math.expm1(-epsilon0):
         return 0.0
-    return max(0.0, _math.up(epsilon0 + math.log1p(-x)))
+    # never above ε0, the δ = 0 value, valid at every δ (rounding up ε0 + log1p(−x) when the
+    # log1p is 0 put ε(1e-300) 4 ulps above ε(0): not monotone)
+    return min(epsilon0, max(0.0, _math.up(epsilon0 + math.log1p(-x))))
 
 
 # --- Laplace -------------------------------------------------------------------------------------
@@ -196,7 +198,7 @@ def laplace_epsilon(epsilon0: float, delta: float) -> float:
     """Inverse of :func:`laplace_delta`: ε(δ) = max(0, ε0 + 2 log(1 − δ)) (exact)."""
     if delta == 0.0:
         return epsilon0
-    return max(0.0, _math.up(epsilon0 + 2.0 * math.log1p(-delta)))
+    return min(epsilon0, max(0.0, _math.up(epsilon0 + 2.0 * math.log1p(-delta))))  # (as RR's)
 
 
 def laplace_renyi(epsilon0: float, alpha: float) -> float:
@@ -500,7 +502,7 @@ def br_epsilon(eta: float, delta: float) -> float:
         one_minus = (1.0 - delta) + delta * math.exp(-eta)
         if one_minus <= 0.0:
             return 0.0
-        return max(0.0, _math.up(eta + 2.0 * (math.log(one_minus) - math.log1p(s))))
+        return min(eta, max(0.0, _math.up(eta + 2.0 * (math.log(one_minus) - math.log1p(s)))))
     # small s: log1p(−s) is accurate (log(1 − δc) is not), but ε = η + 2 log1p(−s) sits where
     # δ(ε) ∝ (η − ε)² is steep, so the result is certified against the profile itself
     value = max(0.0, _math.up(eta + 2.0 * math.log1p(-s)))

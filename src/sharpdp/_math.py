@@ -256,12 +256,14 @@ def smallest_valid_smooth(
         return lo
     if g_hi > 0.0:
         raise NumericalError(f"{what}: no valid point in [{lo!r}, {hi!r}] (g(hi) = {g_hi!r})")
-    x = brent_root(clipped, lo, hi, g_lo, g_hi, rtol=max(rtol / 4, 4.5e-16), what=what)
+    # (an absolute tolerance of 1e-300 is the whole bracket when the root is near 1e-300)
+    xtol = max(math.ulp(0.0), 1e-300 * min(1.0, abs(lo) + abs(hi)))
+    x = brent_root(clipped, lo, hi, g_lo, g_hi, rtol=max(rtol / 4, 4.5e-16), xtol=xtol, what=what)
     if clipped(x) <= 0.0:
         return x
     step = rtol
     while True:
-        candidate = x + abs(x) * step + 1e-300
+        candidate = x + max(abs(x) * step, math.ulp(x))  # (+1e-300 doubled an x of 1e-300)
         if candidate >= hi:
             return hi
         if clipped(candidate) <= 0.0:

@@ -190,3 +190,11 @@ def test_gdp_calibration_is_the_least_noise_its_check_accepts(
     else:
         less = family(epsilon=m.epsilon_ * (1 + 1e-11), **fixed)  # type: ignore[attr-defined,call-arg]
     assert sdp.convert(less, sdp.GDP).mu > mu
+
+
+@pytest.mark.parametrize("mu", [1e10, 1e100, 1e154, 1e300])
+def test_a_gdp_target_far_below_the_usual_noise_floor(mu: float) -> None:
+    """A Gaussian of σ is exactly (Δ/σ)-GDP, so the least σ for GDP(μ) is Δ/μ; below the usual
+    search floor 2^-40 it was reported as 2^-40 ≈ 9.1e-13 (for μ = 1e154: 1e-154)."""
+    sigma = sdp.calibrate(sdp.Gaussian, sdp.GDP(mu)).sigma
+    assert 1.0 / mu <= sigma <= (1.0 / mu) * (1 + 1e-9)

@@ -226,8 +226,9 @@ def calibrate(
             return seen[noise]
 
         mu = target.mu
-        lo, hi = _exponent_bracket(lambda n: mu_at(n) <= mu, 2.0**-40, 1.0)
-        if lo == 2.0**-40 and mu_at(lo) <= mu:
+        floor = _search_floor(lambda n: mu_at(n) <= mu)  # (GDP(1e154) was given σ = 2^-40)
+        lo, hi = _exponent_bracket(lambda n: mu_at(n) <= mu, floor, 1.0)
+        if lo == floor and mu_at(lo) <= mu:
             return lo
 
         def excess(noise: float) -> float:
