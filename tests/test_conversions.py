@@ -14,6 +14,7 @@ import functools
 import math
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 
 import mpmath as mp
@@ -871,3 +872,12 @@ def test_an_item_without_gdp_is_named() -> None:
     c = sdp.compose([(sdp.ApproxDP(1.0, 1e-6), 1), (sdp.Gaussian(2.0), 1)])
     with pytest.raises(sdp.NotImplied, match=r"ApproxDP\(epsilon=1.0, delta=1e-06\) has no GDP"):
         sdp.convert(c, sdp.GDP)
+
+
+@pytest.mark.parametrize("item", [sdp.BoundedRange(1e308), sdp.Exponential(1e300)])
+def test_conversions_of_huge_parameters_warn_of_nothing(item: sdp.Guarantee) -> None:
+    """The Rényi bound's arithmetic overflowed at huge orders with a numpy RuntimeWarning (an
+    error under warnings-as-errors); an overflow there is a vacuous bound, said as inf."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sdp.convert(item, sdp.GDP).mu == math.inf

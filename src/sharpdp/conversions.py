@@ -694,11 +694,14 @@ def _log_profile(
         if alphas.size == 0:
             return direct
         shrink = np.log1p(-1.0 / alphas)
-        gap = taus - eps[..., None] + shrink
-        bounds = (alphas - 1.0) * gap - np.log(alphas)
-        # each term's rounding: a few ulps of its parts' sizes, (α − 1) times those of the gap
-        sizes = (alphas - 1.0) * (np.abs(taus) + np.abs(eps[..., None]) + np.abs(shrink))
-        bounds = bounds + _U4 * (sizes + np.abs(bounds) + np.log(alphas) + 1.0)
+        # (overflow to +inf is a vacuous bound, as it should be: huge D_α at huge orders)
+        with np.errstate(over="ignore", invalid="ignore"):
+            gap = taus - eps[..., None] + shrink
+            bounds = (alphas - 1.0) * gap - np.log(alphas)
+            # each term's rounding: a few ulps of its parts' sizes, (α − 1) times those of the gap
+            sizes = (alphas - 1.0) * (np.abs(taus) + np.abs(eps[..., None]) + np.abs(shrink))
+            bounds = bounds + _U4 * (sizes + np.abs(bounds) + np.log(alphas) + 1.0)
+            bounds = np.where(np.isnan(bounds), np.inf, bounds)  # (inf − inf: no bound)
         return np.minimum(direct, bounds.min(axis=-1))
 
     def sharp(eps: Any) -> Any:
