@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import multiprocessing
+import random
 import sqlite3
 import subprocess
 import sys
@@ -943,3 +944,56 @@ def test_spends_priced_alike_across_accountants_keep_their_own_values() -> None:
             assert acc.spent() == pytest.approx(exact(scale, delta), rel=1e-3)
             assert acc.projected(sdp.Laplace(scale)) > acc.spent()  # a second one costs more
     assert accountant._spent_epsilon_kept.cache_info().hits > before  # values were kept
+
+
+def test_threads_sharing_an_accountant_never_overspend(tmp_path: Path) -> None:
+    """Four threads spending through one accountant whose budget reads through the Rényi
+    summary (18 kinds of item): its sums were updated without a lock, so one thread's overwrote
+    another's while the counts kept both. Valid spends then failed ("count must be >= 0",
+    in every run with a 1 µs switch interval) and, in about one run in five, the accepted
+    history composed past the budget. The history is recomposed from the ledger independently."""
+    pool = [sdp.PureDP(0.004 * (i + 1)) for i in range(6)]
+    pool += [sdp.Gaussian(30.0 + 7 * i) for i in range(6)]
+    pool += [sdp.Laplace(150.0 + 11 * i) for i in range(6)]
+    interval = sys.getswitchinterval()
+    for run in range(3):
+        path = str(tmp_path / f"threads{run}.sqlite")
+        acct = sdp.Accountant(sdp.ApproxDP(1.0, 1e-6), ledger=path, analyst="ana")
+        errors: list[Exception] = []
+
+        def spend(seed: int, acct: sdp.Accountant = acct, errors: list[Exception] = errors) -> None:
+            r = random.Random(seed)
+            for _ in range(60):
+                item = r.choice(pool)
+                try:
+                    acct.would_fit(item)
+                    acct.spend(item)
+                except sdp.BudgetExceeded:
+                    pass
+                except Exception as err:
+                    errors.append(err)
+
+        threads = [threading.Thread(target=spend, args=(10 * run + i,)) for i in range(4)]
+        sys.setswitchinterval(1e-6)  # (widens the window the race needs)
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            sys.setswitchinterval(interval)
+        assert not errors, errors[:3]
+        history = sdp.Accountant(None, ledger=path, analyst="ana").history()
+        assert sdp.compose([(e.item, e.count) for e in history]).epsilon(1e-6) <= 1.0
+
+
+def test_a_zcdp_budget_charges_a_composition_by_its_parts() -> None:
+    """compose([ZCDP(0.01)] * 3) has no conversion as a whole; it was refused (NotImplied) by a
+    zCDP budget. Its parts' ρ add (Bun–Steinke 2016 Lemma 2.3): 0.03, rounded up."""
+    with sdp.Accountant(sdp.ZCDP(0.1)) as acct:
+        acct.spend(sdp.compose([(sdp.ZCDP(0.01), 3)]))
+        assert Fraction(acct.spent()) >= 3 * Fraction(0.01)
+        assert acct.spent() == pytest.approx(0.03, rel=1e-15)
+        with pytest.raises(sdp.NotImplied, match="zCDP budget"):
+            acct.spend(sdp.compose([(sdp.ApproxDP(0.1, 1e-6), 1), (sdp.ZCDP(0.01), 1)]))
+        assert acct.spent() == pytest.approx(0.03, rel=1e-15)

@@ -1037,3 +1037,46 @@ def test_the_documented_example_texts_are_what_sharpdp_writes() -> None:
         sdp.compose([(sdp.Gaussian(sigma=2.0), 3)]),
     ]
     assert texts == [_serialize.dumps(item) for item in items]
+
+
+def test_a_ledger_with_two_hard_links_is_refused(tmp_path: Path) -> None:
+    """SQLite names its write-ahead log and locks after the path: two processes spending through
+    two hard links to one ledger each saw only their own spends (50 of 0.1 accepted from a budget
+    of 3, 25 rows kept). A symbolic link resolves to one name and stays usable."""
+    path = tmp_path / "a.sqlite"
+    with sdp.Accountant(sdp.PureDP(3.0), ledger=str(path)) as acct:
+        acct.spend(sdp.PureDP(0.1))
+    (tmp_path / "sym.sqlite").symlink_to(path)
+    with sdp.Accountant(sdp.PureDP(3.0), ledger=str(tmp_path / "sym.sqlite")) as acct:
+        assert len(acct.history()) == 1
+    os.link(path, tmp_path / "b.sqlite")
+    for name in ("a.sqlite", "b.sqlite"):
+        with pytest.raises(sdp.LedgerError, match="hard links"):
+            sdp.Accountant(sdp.PureDP(3.0), ledger=str(tmp_path / name))
+
+
+@pytest.mark.parametrize(
+    ("analyst", "reason", "message"),
+    [
+        ("\x00x", "r", "NUL"),
+        ("\x00", "r", "NUL"),
+        ("\ud800", "r", "valid Unicode"),
+        ("ana", "\x00", "NUL"),
+    ],
+)
+def test_names_a_ledger_cannot_store_are_invalid(analyst: str, reason: str, message: str) -> None:
+    """A NUL (SQLite's length() stops at it: a LedgerError from the schema's checks) or a lone
+    surrogate (a raw UnicodeEncodeError) in an analyst, period or reason is invalid input."""
+    with (
+        pytest.raises(sdp.InvalidParameter, match=message),
+        sdp.Accountant(sdp.PureDP(1.0), analyst=analyst) as acct,
+    ):
+        acct.set_budget(sdp.PureDP(2.0), reason=reason)
+
+
+def test_a_count_past_the_ledgers_integers_is_invalid() -> None:
+    with sdp.Accountant(sdp.PureDP(1.0)) as acct:
+        with pytest.raises(sdp.InvalidParameter, match="count must be <="):
+            acct.spend(sdp.PureDP(1e-30), 2**63)
+        acct.spend(sdp.PureDP(1e-30), 2**63 - 1)
+        assert len(acct.history()) == 1

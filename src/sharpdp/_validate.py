@@ -76,8 +76,9 @@ def order(name: str, value: object) -> float:
     return x
 
 
-def integer(name: str, value: object, *, minimum: int = 1) -> int:
-    """An integer ``>= minimum`` (numpy integers accepted; floats and booleans rejected)."""
+def integer(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """An integer ``>= minimum`` (and ``<= maximum`` if given; numpy integers accepted; floats
+    and booleans rejected)."""
     if isinstance(value, bool):
         raise InvalidParameter(f"{name} must be an integer, got {value!r}")
     try:
@@ -88,6 +89,8 @@ def integer(name: str, value: object, *, minimum: int = 1) -> int:
         ) from None
     if k < minimum:
         raise InvalidParameter(f"{name} must be >= {minimum}, got {k}")
+    if maximum is not None and k > maximum:
+        raise InvalidParameter(f"{name} must be <= {maximum}, got {k}")
     return k
 
 

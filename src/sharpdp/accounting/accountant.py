@@ -52,6 +52,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -65,6 +66,7 @@ from sharpdp.accounting._serialize import dumps
 from sharpdp.accounting.analyses.approx_rdp import split_delta
 from sharpdp.accounting.composition import Composition, compose
 from sharpdp.accounting.ledger import (
+    MAX_COUNT,
     BudgetRecord,
     Entry,
     History,
@@ -181,9 +183,13 @@ class _RenyiSummary:
     (:meth:`advance`) and, for rows written elsewhere, by the difference of the grouped counts.
     """
 
-    __slots__ = ("counts", "last_id", "log_keep", "sums")
+    __slots__ = ("_lock", "counts", "last_id", "log_keep", "sums")
 
     def __init__(self) -> None:
+        # threads sharing an accountant update it from would_fit, decide and remember at once:
+        # unlocked, one thread's new sums overwrote another's while the counts kept both (the
+        # summary undercounted, and the quick check accepted spends past the budget)
+        self._lock = threading.RLock()
         self.last_id = -1
         self.counts: dict[Guarantee, int] = {}
         self.sums = [0.0] * len(_SUMMARY_ORDERS)
@@ -218,6 +224,10 @@ class _RenyiSummary:
         self.counts[item] = self.counts.get(item, 0) + count
 
     def _sync(self, history: History) -> None:
+        with self._lock:
+            self._sync_locked(history)
+
+    def _sync_locked(self, history: History) -> None:
         if history.last_id == self.last_id:
             return
         new = history.counts
@@ -232,24 +242,27 @@ class _RenyiSummary:
 
     def advance(self, base_id: int, last_id: int, item: Guarantee, count: int) -> None:
         """The history at ``base_id`` plus ``count`` × ``item`` is the history at ``last_id``."""
-        if self.last_id == base_id:
-            self._add(item, count)
-            self.last_id = last_id
+        with self._lock:
+            if self.last_id == base_id:
+                self._add(item, count)
+                self.last_id = last_id
 
     def epsilon(self, history: History, item: Guarantee, count: int, delta: float) -> float:
         """A valid ε(δ) of the history plus ``count`` × ``item``: δ_tot + (1 − δ_tot)·CKS20 of
         the summed curve (min over the orders), as the ``approx_rdp`` analysis converts."""
-        self._sync(history)
         terms, log_keep = self._terms(item, count)
+        with self._lock:  # the sums and log_keep of one history, read together
+            self._sync_locked(history)
+            sums, log_keep_now = list(self.sums), self.log_keep
         points = []
-        for alpha, summed, term in zip(_SUMMARY_ORDERS, self.sums, terms, strict=True):
+        for alpha, summed, term in zip(_SUMMARY_ORDERS, sums, terms, strict=True):
             value = _add_up(summed, term)
             if value < math.inf:
                 points.append((alpha, value))
         if not points:
             return math.inf
         orders, values = zip(*points, strict=True)
-        total = self.log_keep + log_keep
+        total = log_keep_now + log_keep
         if total == 0.0:  # no δ part: plain RDP (pure-DP budgets included)
             return RDP(orders, values).epsilon(delta)
         # δ_tot = −expm1(Σ log(1 − δᵢ)): the sum moved down (a larger δ_tot), the result rounded up
@@ -365,15 +378,29 @@ class _ZCDPRule(_Rule):
             else:
                 try:
                     z = convert(item, ZCDP)
+                    cached = (None if z.rho == math.inf else Fraction(z.rho), Fraction(z.xi))
                 except NotImplied as err:
-                    raise type(err)(
-                        f"cannot charge {item!r} to the zCDP budget {self.budget!r}: {err}"
-                    ) from err
-                cached = (None if z.rho == math.inf else Fraction(z.rho), Fraction(z.xi))
+                    cached = self._zcdp_of_parts(item, err)
             if len(self._converted) >= 100_000:
                 self._converted.clear()
             self._converted[item] = cached
         return cached
+
+    def _zcdp_of_parts(self, item: Guarantee, err: NotImplied) -> tuple[Fraction | None, Fraction]:
+        """A composition no conversion reads as a whole: the sum of its parts' (ρ, ξ) (zCDP
+        adds, Bun–Steinke 2016 Lemma 2.3; ``compose([ZCDP(0.01)] * 3)`` was refused)."""
+        parts = normalise([(item, 1)])
+        if len(parts) == 1 and parts[0] == (item, 1):  # not a composition: nothing to split
+            raise type(err)(
+                f"cannot charge {item!r} to the zCDP budget {self.budget!r}: {err}"
+            ) from err
+        rho: Fraction | None = Fraction(0)
+        xi = Fraction(0)
+        for part, count in parts:
+            r, x = self._zcdp(part)
+            rho = None if rho is None or r is None else rho + count * r
+            xi += count * x
+        return rho, xi
 
     def _sums(self, history: History) -> tuple[Fraction | None, Fraction]:
         base = self._base.get(history.last_id)
@@ -844,7 +871,7 @@ class Accountant:
                 f"item must be a sharpdp guarantee or mechanism, got {item!r} "
                 f"({type(item).__name__})"
             )
-        k = _validate.integer("count", count, minimum=1)
+        k = _validate.integer("count", count, minimum=1, maximum=MAX_COUNT)
         dumps(item)  # raises InvalidParameter if the item cannot be recorded faithfully
         history = self._history()
         self._rule(history).prepare(item)

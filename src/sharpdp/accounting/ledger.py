@@ -80,6 +80,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_NAME",
+    "MAX_COUNT",
     "SCHEMA_VERSION",
     "BudgetRecord",
     "Entry",
@@ -178,6 +179,8 @@ LIMIT 1
 
 #: Decoded descriptions kept per ledger (distinct texts; cleared past this size).
 _DECODE_CACHE_LIMIT = 100_000
+#: The most runs one spend records: the ledgers' count column is a signed 64-bit integer.
+MAX_COUNT = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,9 +344,22 @@ def is_postgres_url(target: str) -> bool:
 
 
 def account_name(name: str, value: object) -> str:
-    """Validate an analyst or period label: a non-empty string."""
+    """Validate an analyst or period label: a non-empty string (see :func:`_storable`)."""
     if not isinstance(value, str) or not value:
         raise InvalidParameter(f"{name} must be a non-empty string, got {value!r}")
+    return _storable(name, value)
+
+
+def _storable(name: str, value: str) -> str:
+    """``value`` if a ledger can store it as text: no NUL (SQLite's length() stops at one, so
+    "\x00x" failed the schema's checks as a LedgerError) and valid Unicode (a lone surrogate
+    cannot be encoded: a raw UnicodeEncodeError)."""
+    if "\x00" in value:
+        raise InvalidParameter(f"{name} must not contain NUL characters, got {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidParameter(f"{name} must be valid Unicode text, got {value!r}") from None
     return value
 
 
@@ -535,7 +551,7 @@ class Ledger:
                 :meth:`open_account` or :meth:`set_budget`), or the ledger cannot be written.
         """
         a, p = account_name("analyst", analyst), account_name("period", period)
-        k = _validate.integer("count", count, minimum=1)
+        k = _validate.integer("count", count, minimum=1, maximum=MAX_COUNT)
         item_text = dumps(item)
         version = _library_version()
         with self._lock:
@@ -1063,7 +1079,7 @@ def _same(a: Guarantee, b: Guarantee) -> bool:
 def _reason(reason: object) -> str:
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidParameter(f"reason must be a non-empty string, got {reason!r}")
-    return reason
+    return _storable("reason", reason)
 
 
 _isoformat = isoformat
@@ -1192,9 +1208,18 @@ def _open_file(path: str, timeout: float) -> tuple[sqlite3.Connection, int]:
     try:
         with open(path, "rb") as fh:
             head = fh.read(100)  # the SQLite database header
-            size = os.fstat(fh.fileno()).st_size
+            stat = os.fstat(fh.fileno())
+            size = stat.st_size
     except OSError as err:
         raise LedgerError(f"cannot read ledger {path!r}: {err}") from err
+    if stat.st_nlink > 1:
+        # SQLite names its write-ahead log and locks after the path: through two hard links,
+        # two processes spent 2.5 each from a budget of 3, and the ledger kept one's rows
+        raise LedgerError(
+            f"ledger {path!r} has {stat.st_nlink} hard links: SQLite keeps its write-ahead log "
+            "and locks per path name, so spends through two names would not serialise; keep "
+            "one name (a symbolic link is fine)"
+        )
     if not head:
         raise LedgerError(
             f"ledger {path!r} is an empty file, not a sharpdp ledger (delete it, or pass a path "
