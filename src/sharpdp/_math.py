@@ -122,6 +122,15 @@ def erfcx(x: float) -> float:
     return float(_erfcx(x))
 
 
+def two_sided_normal_quantile(level: float) -> float:
+    """z with P[|Z| ≤ z] = ``level`` for a standard normal Z (level in (0, 1)): −Φ⁻¹((1 − level)/2),
+    whose argument is exact for level ≥ 1/2 — not Φ⁻¹(1/2 + level/2), which rounds to Φ⁻¹(1)
+    (an error) for a level within an ulp of 1."""
+    import statistics
+
+    return -statistics.NormalDist().inv_cdf((1.0 - level) / 2.0)
+
+
 def ndtri(p: float) -> float:
     """Φ^{-1}(p), the standard normal quantile."""
     from scipy.special import ndtri as _ndtri

@@ -124,3 +124,26 @@ def test_accepted_extremes_release_finite_values_inside_their_intervals(
     assert lower <= value <= upper
     if kind == "mean":
         assert lo <= value <= hi
+
+
+@pytest.mark.parametrize(
+    ("budget", "privacy", "rounds", "message"),
+    [
+        (sdp.ZCDP(1.0), sdp.ZCDP(1e-60), 2, "too small for MWEM"),
+        (sdp.ZCDP(1.0), sdp.ZCDP(1e-30), None, "too small for MWEM"),
+        (sdp.ZCDP(1e300), sdp.ZCDP(1e18), None, "cannot be met by MWEM"),
+        (sdp.PureDP(1e300), sdp.PureDP(1e78), None, "cannot be met by MWEM"),
+    ],
+)
+def test_mwem_targets_its_mechanisms_cannot_meet_are_refused_before_the_spend(
+    budget: sdp.Guarantee, privacy: sdp.Guarantee, rounds: int | None, message: str
+) -> None:
+    """ZCDP(1e-60) was charged ρ = 3.4e-30 (a Gaussian's grid keeps its ρ above ~4e-31): more
+    than the target. With rounds=None the rounds' mechanisms were built only after n̂'s release,
+    and a huge target failed there, its budget spent."""
+    table = pd.DataFrame({"pid": range(8), "a": [0, 1, 1, 0, 1, 0, 1, 1]})
+    s = sdp.data.Session(table, "pid", budget)
+    w = sdp.data.marginals(["a"], way=1, domains={"a": [0, 1]})
+    with pytest.raises(sdp.InvalidParameter, match=message):
+        s.mwem(w, privacy=privacy, rounds=rounds, rng=0)
+    assert not s.accountant.history()

@@ -598,3 +598,51 @@ def test_mwem_at_a_huge_rho_releases_the_counts() -> None:
     w = sdp.data.marginals(["a"], way=1, domains={"a": [0, 1]})
     counts = s.mwem(w, privacy=sdp.ZCDP(1e10), rng=0).to_pandas()["count"].to_numpy()
     assert np.allclose(counts, [5e4, 5e4], atol=0.01)
+
+
+def test_a_value_falls_in_the_bin_its_label_names() -> None:
+    """A value is in bin i iff label_i ≤ x < label_{i+1} (labels L + i·w as Bins.labels gives
+    them; below L the first, from U the last). ⌊(x − L)/w⌋ in the engine put x = 1.4 of
+    bins(1, 2, 5) in the bin labelled 1.2. Against np.searchsorted on the labels, at every label
+    and at random values, for 40 random bins (released at ε = 1e8: the noise is 0 but with
+    probability ~e^-1e8)."""
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        lo = float(rng.uniform(-50, 50))
+        hi = lo + float(rng.choice([1.0, 18.0, 0.3, 1e3])) * float(rng.uniform(0.5, 2))
+        n = int(rng.integers(1, 30))
+        dom = sdp.data.bins(lo, hi, n)
+        labels = np.array(dom.labels)
+        values = np.concatenate([labels, rng.uniform(lo - 1, hi + 1, 60), [hi]])
+        table = pd.DataFrame({"pid": range(len(values)), "v": values})
+        s = sdp.data.Session(table, "pid", sdp.PureDP(1e9))
+        w = sdp.data.marginals(["v"], way=1, domains={"v": dom})
+        got = s.answer(w, privacy=sdp.PureDP(1e8), rng=0).to_pandas()
+        expected = np.bincount(
+            np.clip(np.searchsorted(labels, values, side="right") - 1, 0, n - 1), minlength=n
+        )
+        assert got["count"].tolist() == expected.tolist(), (lo, hi, n)
+
+
+@pytest.mark.parametrize(("lower", "upper", "count"), [(-1e308, 1e308, 4), (1e16, 1e16 + 8, 8)])
+def test_bins_whose_edges_are_not_distinct_floats_are_refused(
+    lower: float, upper: float, count: int
+) -> None:
+    """A width that overflows, or edges that round to one float, failed the release (NULL or
+    repeated labels) after the budget was spent; refused when the bins are made."""
+    with pytest.raises(sdp.InvalidParameter, match="not distinct floats"):
+        sdp.data.bins(lower, upper, count)
+
+
+def test_a_level_within_an_ulp_of_one_has_an_interval() -> None:
+    """z_{(1+level)/2} rounded its argument to 1 for level = nextafter(1, 0): a raw
+    StatisticsError. −Φ⁻¹((1 − level)/2) has an exact argument; against scipy's."""
+    level = math.nextafter(1.0, 0.0)
+    table = pd.DataFrame({"pid": range(8), "a": [0, 1, 1, 0, 1, 0, 1, 1]})
+    s = sdp.data.Session(table, "pid", sdp.ZCDP(1.0))
+    w = sdp.data.marginals(["a"], way=1, domains={"a": [0, 1]})
+    r = s.answer(w, privacy=sdp.ZCDP(0.5), mechanism="gaussian", rng=0)
+    sigma = r.law.sigma  # type: ignore[attr-defined]
+    z = -stats.norm.ppf((1 - level) / 2)
+    assert r.half_width(level) == pytest.approx(sigma * z, rel=1e-9)
+    assert np.isfinite(r.to_pandas(level)[["lower", "upper"]].to_numpy()).all()

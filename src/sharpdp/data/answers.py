@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 import sharpdp as sdp
+from sharpdp import _math
 from sharpdp._format import upper
 from sharpdp.data import _bounding, _engine
 from sharpdp.data._noise import expected_abs, half_width
@@ -287,6 +287,25 @@ def discover(
     return found
 
 
+def _bin_code(x: Any, lower: float, width: float, count: int) -> Any:
+    """The bin of ``x`` (in [lower, lower + count·width]): the i < count whose label, the left
+    edge L + i·w computed as :attr:`Bins.labels` does (the same IEEE operations), is the greatest
+    ≤ x. ⌊(x − L)/w⌋ alone put x = 1.4 of bins(1, 2, 5) in the bin labelled 1.2 (its rounding);
+    it is off by at most one bin, corrected here."""
+    ibis = _engine.ibis()
+    f64, i64 = _engine.dtype("float64"), _engine.dtype("int64")
+    code = ibis.least(((x - lower) / width).floor().cast(i64), count - 1)
+
+    def edge(i: Any) -> Any:
+        return lower + i.cast(f64) * width
+
+    return ibis.cases(
+        (x < edge(code), code - 1),
+        ((code + 1 < count) & (x >= edge(code + 1)), code + 1),
+        else_=code,
+    )
+
+
 def cell_table(
     query: Query,
     workload: Workload,
@@ -330,8 +349,7 @@ def cell_table(
             valued = x.notnull() & ~x.isnan()
             # NaN never reaches the cast (it would fail in the engine, only when such a row exists)
             safe = valued.ifelse(x, dom.lower).clip(lower=dom.lower, upper=dom.upper)
-            cell = ((safe - dom.lower) / width).floor().cast(_engine.dtype("int64"))
-            code = ibis.least(cell, dom.count - 1)
+            code = _bin_code(safe, dom.lower, width, dom.count)
             cols[c] = valued.ifelse(code, ibis.null(_engine.dtype("int64")))
         else:
             cols[c] = t[c]
@@ -455,7 +473,7 @@ class WorkloadRelease(Release):
         if isinstance(law, sdp.DiscreteLaplace):
             return float(half_width(law, level))
         assert isinstance(law, sdp.Gaussian)
-        z = statistics.NormalDist().inv_cdf(0.5 + level / 2.0)
+        z = _math.two_sided_normal_quantile(level)
         w = law.sigma * z * (1.0 + 1e-12) + law.granularity / 2.0  # type: ignore[operator]
         return math.nextafter(w, math.inf)
 

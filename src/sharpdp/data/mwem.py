@@ -31,7 +31,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -100,6 +100,10 @@ class MWEMPlan:
         return [(self.total, 1), (self.selection, self.rounds), (charge, self.rounds)]
 
 
+#: The most rounds an adaptive run (``rounds=None``) chooses.
+MAX_ADAPTIVE_ROUNDS = 1000
+
+
 def _gaussian(sigma: float, sensitivity: int) -> sdp.Gaussian:
     """A Gaussian measurement whose grid holds any count of up to 2^32 rows of ``sensitivity``:
     its default step (about σ/2^31) is coarsened to at least Δ·2^-29, a power of two, below 2^62
@@ -135,6 +139,16 @@ def _classical(rho: float, selection: sdp.Exponential, measurement: sdp.Gaussian
     return int((1.0 - TOTAL_SHARE) * rho // per)
 
 
+def _check_rho(items: list[tuple[sdp.Guarantee, int]], privacy: sdp.Guarantee) -> None:
+    """Refuse a plan whose zCDP charge exceeds the target's ρ: a Gaussian's grid keeps its ρ
+    above ~4e-31 (its step is at least Δ·2^-29), so ZCDP(1e-60) was charged ρ = 3.4e-30."""
+    rho = math.fsum(count * sdp.convert(item, sdp.ZCDP).rho for item, count in items)
+    if rho > cast(Any, privacy).rho:
+        raise InvalidParameter(
+            f"privacy {privacy!r} is too small for MWEM: its mechanisms cost at least ρ = {rho:.3g}"
+        )
+
+
 def plan_mwem(privacy: sdp.Guarantee, m: int, rounds: int) -> MWEMPlan:
     """Calibrate an MWEM run of ``rounds`` rounds to ``privacy`` (see the module docstring).
 
@@ -164,6 +178,7 @@ def plan_mwem(privacy: sdp.Guarantee, m: int, rounds: int) -> MWEMPlan:
         )
     if isinstance(privacy, sdp.ZCDP | sdp.ApproxZCDP):
         n, sel, meas = _zcdp_plan(privacy.rho, m, rounds)
+        _check_rho([(n, 1), (sel, rounds), (meas, rounds)], privacy)
         return MWEMPlan(
             rounds,
             n,
@@ -249,7 +264,7 @@ class AdaptivePlan:
         best = (eps * max(total, 1.0) * math.sqrt(math.log(max(cells, 2)))) / (
             10.0 * math.log(max(groups, 2))
         )
-        return int(max(1, min(groups, 1000, math.ceil(float(best) ** (2.0 / 3.0)))))
+        return int(max(1, min(groups, MAX_ADAPTIVE_ROUNDS, math.ceil(float(best) ** (2.0 / 3.0)))))
 
     def plan(self, rounds: int) -> MWEMPlan:
         """The mechanisms of ``rounds`` rounds sharing :attr:`rest` evenly."""
@@ -266,6 +281,19 @@ class AdaptivePlan:
         return MWEMPlan(rounds, self.total, sel, gauss, int(rounds / 2.5), self.route)
 
 
+def _check_rounds(plan: AdaptivePlan, privacy: sdp.Guarantee) -> None:
+    """Build the rounds' mechanisms for the fewest and the most rounds the run may choose (the
+    least and the most noise per round) before anything is spent: they were built only after
+    n̂'s release, and a huge target (ZCDP(1e18)) failed there, its budget spent."""
+    for rounds in (1, MAX_ADAPTIVE_ROUNDS):
+        try:
+            plan.plan(rounds)
+        except InvalidParameter as err:
+            raise InvalidParameter(
+                f"privacy {privacy!r} cannot be met by MWEM's mechanisms ({rounds} round(s): {err})"
+            ) from None
+
+
 def plan_adaptive(privacy: sdp.Guarantee, m: int) -> AdaptivePlan:
     """Calibrate an MWEM run whose rounds are chosen after n̂ (see :class:`AdaptivePlan`).
 
@@ -277,7 +305,9 @@ def plan_adaptive(privacy: sdp.Guarantee, m: int) -> AdaptivePlan:
         eps = privacy.epsilon_
         total = sdp.DiscreteLaplace(m / (TOTAL_SHARE * eps) * (1 + 1e-12), sensitivity=m)
         rest = sdp.PureDP((1.0 - TOTAL_SHARE) * eps * (1 - 1e-12))
-        return AdaptivePlan(total, rest, m, "pure ε: 5% to n̂, the rest shared by the rounds")
+        pure = AdaptivePlan(total, rest, m, "pure ε: 5% to n̂, the rest shared by the rounds")
+        _check_rounds(pure, privacy)
+        return pure
     if isinstance(privacy, sdp.ApproxDP) and privacy.delta_ <= 0.0:
         return plan_adaptive(sdp.PureDP(privacy.epsilon_), m)
     if isinstance(privacy, sdp.ZCDP | sdp.ApproxZCDP):
@@ -297,6 +327,9 @@ def plan_adaptive(privacy: sdp.Guarantee, m: int) -> AdaptivePlan:
         f"ρ = {rho:.6g}: 5% to n̂, the rest shared by the rounds, half of each round to a "
         "selection at ε²/8 (bounded range, Cesar–Rogers 2021), half to a Gaussian measurement",
     )
+    _check_rounds(plan, privacy)
+    if isinstance(privacy, sdp.ZCDP | sdp.ApproxZCDP):
+        _check_rho(plan.items, privacy)
     if isinstance(privacy, sdp.ApproxDP):
         got = sdp.compose(plan.items, adaptive=True).epsilon_bound(privacy.delta_)
         if got > privacy.epsilon_:  # pragma: no cover - the conversion's ρ always fits

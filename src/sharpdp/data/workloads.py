@@ -86,6 +86,17 @@ class Bins:
         object.__setattr__(self, "lower", lo)
         object.__setattr__(self, "upper", hi)
         object.__setattr__(self, "count", n)
+        # checked here, before any spend: a width of inf (U − L overflows) or edges that round
+        # to one float failed the release (NULL or repeated labels) after the budget was spent
+        width = (hi - lo) / n
+        edges = self.labels
+        if not (math.isfinite(width) and width > 0.0) or any(
+            b <= a for a, b in itertools.pairwise((*edges, hi))
+        ):
+            raise InvalidParameter(
+                f"bins({lo!r}, {hi!r}, {n}): the {n} bins' edges are not distinct floats "
+                "(the width overflows, or is too small for the bounds' magnitude)"
+            )
 
     @property
     def labels(self) -> tuple[float, ...]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from sharpdp import _validate
+from sharpdp import _math, _validate
 from sharpdp.errors import InvalidParameter
 from sharpdp.local import _params, _schemes
 
@@ -45,7 +44,7 @@ def _radius(method: str, level: float, n: int, variance: float, bounds: tuple[fl
     """
     alpha = 1.0 - level
     if method == "normal":
-        return statistics.NormalDist().inv_cdf(1.0 - alpha / 2.0) * math.sqrt(variance)
+        return _math.two_sided_normal_quantile(level) * math.sqrt(variance)
     sigma2, width = bounds
     log_term = math.log(2.0 / alpha)
     hoeffding = width * math.sqrt(log_term / (2.0 * n))
@@ -187,7 +186,7 @@ class Estimate:
         method, level = _method(method), _level(level)
         k = self.categories
         if method == "normal":
-            z = statistics.NormalDist().inv_cdf(0.5 + level / 2.0)
+            z = _math.two_sided_normal_quantile(level)
             r = z * np.sqrt(self.variance)
         else:
             single = np.zeros(k, dtype=np.bool_)
