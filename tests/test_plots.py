@@ -369,3 +369,19 @@ def test_import_stays_light_and_pyplot_is_never_loaded(tmp_path: Path) -> None:
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     assert_png(tmp_path / "r.png")
+
+
+def test_a_workload_release_is_labelled_by_its_queries() -> None:
+    """Predicates were all labelled "total" (their names are the query column, not a key), and
+    a marginal's rows showed the other marginals' NULLs ("0 / nan")."""
+    table = pd.DataFrame({"pid": range(8), "a": [0, 1, 1, 0, 1, 0, 1, 1], "b": list("xyxyxyxy")})
+    s = sdp.data.Session(table, "pid", sdp.PureDP(10.0))
+
+    def labels(workload: sdp.data.Workload) -> list[str]:
+        figure = sdp.plots.release(s.answer(workload, privacy=sdp.PureDP(1.0), rng=0))
+        return [t.get_text() for t in figure.axes[0].get_xticklabels()]
+
+    assert labels(sdp.data.predicates({"a0": {"a": 0}, "bx": {"b": "x"}})) == ["a0", "bx"]
+    domains = {"a": [0, 1], "b": ["x", "y"]}
+    marginals = sdp.data.marginals(["a", "b"], way=1, domains=domains)
+    assert labels(marginals) == ["a / 0", "a / 1", "b / x", "b / y"]

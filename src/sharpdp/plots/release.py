@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import pandas as pd
 from matplotlib.figure import Figure
 
 from sharpdp import _validate
@@ -62,10 +63,17 @@ def release(result: Release, level: float = 0.95) -> Figure:
         raise InvalidParameter(f"result must be a sharpdp.data release, got {result!r}")
     frame = to_pandas(lv)
     column = _value_column(frame, keys)
-    if keys:
-        names = [" / ".join(str(v) for v in row) for row in frame[list(keys)].itertuples(False)]
-    else:
-        names = ["total"] * len(frame)
+    # a workload's rows are named by their query (a predicate's name) and the values of the
+    # marginal's own columns: the others are NULL there ("0 / nan" before; predicates "total")
+    labels = [c for c in ("query", *keys) if c in frame.columns]
+    names = (
+        [
+            " / ".join(str(v) for v in row if not _missing(v)) or "total"
+            for row in frame[labels].itertuples(False)
+        ]
+        if labels
+        else ["total"] * len(frame)
+    )
     positions = np.arange(len(frame), dtype=float)
     values = frame[column].to_numpy(dtype=float)
     fig, ax = new_figure(str(getattr(result, "query", "release")))
@@ -99,3 +107,10 @@ def release(result: Release, level: float = 0.95) -> Figure:
     ax.set_ylabel(f"released {column}")
     legend(ax)
     return fig
+
+
+def _missing(value: object) -> bool:
+    try:
+        return bool(pd.isna(cast(Any, value)))
+    except (TypeError, ValueError):
+        return False
