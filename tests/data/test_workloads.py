@@ -646,3 +646,30 @@ def test_a_level_within_an_ulp_of_one_has_an_interval() -> None:
     z = -stats.norm.ppf((1 - level) / 2)
     assert r.half_width(level) == pytest.approx(sigma * z, rel=1e-9)
     assert np.isfinite(r.to_pandas(level)[["lower", "upper"]].to_numpy()).all()
+
+
+def test_mwem_checks_the_query_matrix_of_discovered_domains(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The 2^25-entry limit on MWEM's query matrix was checked for declared domains only: with
+    domains found privately a matrix past it was built (10 columns of 4 values, way 2: ~47M
+    non-zeros). The limit is lowered here to what this table's discovered domain exceeds."""
+    import sharpdp.data.mwem as mwem
+
+    monkeypatch.setattr(mwem, "MAX_MATRIX", 3)
+    table = pd.DataFrame({"pid": range(400), "a": [0, 1] * 200, "b": ["x", "y"] * 200})
+    s = sdp.data.Session(table, "pid", sdp.ApproxDP(50.0, 1e-6))
+    w = sdp.data.marginals(["a", "b"], way=1)
+    with pytest.raises(sdp.InvalidParameter, match="matrix entries; the budget is spent"):
+        s.mwem(w, privacy=sdp.ApproxDP(20.0, 1e-7), rounds=2, rng=0)
+
+
+def test_answers_no_noise_can_meet_say_why() -> None:
+    """It said "privacy must be sdp.PureDP, ..., got PureDP(epsilon=1e-20)": the type was right,
+    the size was not."""
+    table = pd.DataFrame({"pid": range(8), "a": [0, 1, 1, 0, 1, 0, 1, 1]})
+    s = sdp.data.Session(table, "pid", sdp.PureDP(1.0))
+    w = sdp.data.marginals(["a"], way=1, domains={"a": [0, 1]})
+    with pytest.raises(sdp.InvalidParameter, match=r"no noise meets .* laplace: scale must be"):
+        s.answer(w, privacy=sdp.PureDP(1e-20), rng=0)
+    assert not s.accountant.history()

@@ -202,13 +202,15 @@ def choose_noise(privacy: sdp.Guarantee, m: int, c: int, mechanism: str = "auto"
     if mechanism not in MECHANISMS:
         raise InvalidParameter(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
     candidates: dict[str, WorkloadNoise | None] = {}
+    reasons: list[str] = []
     for name, build in (("laplace", _laplace), ("gaussian", _gaussian)):
         try:
             candidates[name] = build(privacy, m, c)
-        except sdp.SharpDPError:
+        except sdp.SharpDPError as err:
             if mechanism == name:
                 raise
             candidates[name] = None  # it cannot be calibrated here: not a candidate
+            reasons.append(f"{name}: {err}")
     if mechanism != "auto":
         chosen = candidates[mechanism]
         if chosen is None:
@@ -216,10 +218,9 @@ def choose_noise(privacy: sdp.Guarantee, m: int, c: int, mechanism: str = "auto"
         others = [chosen]
     else:
         others = [n for n in candidates.values() if n is not None]
-        if not others:
+        if not others:  # (each candidate's own reason: the target's type, or its size)
             raise InvalidParameter(
-                f"privacy must be sdp.PureDP, sdp.ApproxDP, sdp.ZCDP or sdp.ApproxZCDP, "
-                f"got {privacy!r}"
+                f"no noise meets the target {privacy!r} for these answers — {'; '.join(reasons)}"
             )
         chosen = min(others, key=lambda n: n.error)
     text = "; ".join(

@@ -45,7 +45,7 @@ from sharpdp.data.answers import cell_table, discover, resolve_domains
 from sharpdp.data.counts import CountQuery
 from sharpdp.data.query import Explanation, Query
 from sharpdp.data.release import Release
-from sharpdp.data.workloads import MAX_DOMAIN, Workload
+from sharpdp.data.workloads import MAX_DOMAIN, MAX_MATRIX, Workload
 from sharpdp.errors import InvalidParameter
 from sharpdp.mechanisms._samplers import RNGLike, as_generator
 
@@ -485,11 +485,19 @@ class MWEMQuery(Query):
 
     def _cells(self, domains: dict[str, tuple[Any, ...]]) -> pd.DataFrame:
         sizes = [len(domains[c]) for c in self.workload.columns]
-        if math.prod(sizes) > MAX_DOMAIN:
+        cells = math.prod(sizes)
+        groups = len(self.workload.groups(domains)) if cells <= MAX_DOMAIN else 0
+        if cells > MAX_DOMAIN or groups * cells > MAX_MATRIX:  # (both checked before the spend
+            # when the domains are declared; the matrix was not checked after discovery)
+            what = (
+                f"{cells} cells > {MAX_DOMAIN}"
+                if cells > MAX_DOMAIN
+                else f"{groups} query groups × {cells} cells > {MAX_MATRIX} matrix entries"
+            )
             raise InvalidParameter(
-                f"MWEM: the discovered domain has {math.prod(sizes)} cells > {MAX_DOMAIN}; the "
-                "budget is spent (a domain found privately is known only after its paid "
-                "discovery) — declare smaller domains= to have this checked before"
+                f"MWEM: the discovered domain has {what}; the budget is spent (a domain found "
+                "privately is known only after its paid discovery) — declare smaller domains= "
+                "to have this checked before"
             )
         return cell_table(
             self, self.workload, domains, self.max_rows, self.bounding.salt, whole_rows=True
