@@ -37,6 +37,10 @@ def people_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+#: A sum clamped per person (every row counts: --max-rows does not apply).
+_SUM_PER_PERSON = ["sum", "spent", "--bounds", "0,9", "--unit", "who", "--clamp", "person"]
+
+
 def _same_session(path: Path, seed: int) -> sdp.data.Session:
     """The session ``sharpdp query`` opens on ``path`` with ``--drop-null-units --seed``."""
     return sdp.data.Session(
@@ -198,21 +202,7 @@ def test_query_explain_writes_nothing_and_prices_against_the_recorded_budget(
         (["count-by", "shop", "--unit", "who", "--k", "3"], "--k does not apply"),
         (["count", "--unit", "who", "--max-groups", "2"], "--max-groups does not apply"),
         (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--max-groups", "2"], "--max"),
-        (
-            [
-                "sum",
-                "spent",
-                "--bounds",
-                "0,9",
-                "--unit",
-                "who",
-                "--clamp",
-                "person",
-                "--max-rows",
-                "5",
-            ],
-            "--max-rows does not apply to sum --clamp person",
-        ),
+        ([*_SUM_PER_PERSON, "--max-rows", "5"], "--max-rows does not apply to sum --clamp person"),
         # the library's keyword arguments are named as this command's options
         (
             ["count-by", "shop", "--unit", "who", "--drop-null-units", "--max-rows", "0"],
