@@ -1080,3 +1080,18 @@ def test_a_count_past_the_ledgers_integers_is_invalid() -> None:
             acct.spend(sdp.PureDP(1e-30), 2**63)
         acct.spend(sdp.PureDP(1e-30), 2**63 - 1)
         assert len(acct.history()) == 1
+
+
+def test_an_opener_waits_out_the_second_link_of_a_ledger_being_created(tmp_path: Path) -> None:
+    """A ledger being created has its temporary name as a second link for a moment (link, then
+    unlink): an opener then must wait, not refuse it as hard-linked (8 processes racing to
+    create one ledger failed so in about 1 iteration in 7). Here the second link goes after
+    0.2 s; a link that stays is refused (the test above)."""
+    path = tmp_path / "l.sqlite"
+    with sdp.Accountant(sdp.PureDP(1.0), ledger=str(path)) as acct:
+        acct.spend(sdp.PureDP(0.1))
+    temporary = tmp_path / ".l.sqlite.tmp"
+    os.link(path, temporary)
+    threading.Timer(0.2, os.unlink, args=(temporary,)).start()
+    with sdp.Accountant(sdp.PureDP(1.0), ledger=str(path)) as acct:
+        assert len(acct.history()) == 1

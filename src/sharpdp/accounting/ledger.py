@@ -181,6 +181,8 @@ LIMIT 1
 _DECODE_CACHE_LIMIT = 100_000
 #: The most runs one spend records: the ledgers' count column is a signed 64-bit integer.
 MAX_COUNT = 2**63 - 1
+#: Seconds an opener waits for a ledger's second hard link to go (one being created has one).
+_LINK_WAIT = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -1154,6 +1156,7 @@ def _create_file(path: str) -> None:
         _fsync_file(tmp)
         try:
             os.link(tmp, path)
+            os.unlink(tmp)  # at once: until then the ledger has two links (see _open_file)
         except FileExistsError:
             pass  # another process created the ledger first; we open theirs
         except OSError:
@@ -1212,11 +1215,18 @@ def _open_file(path: str, timeout: float) -> tuple[sqlite3.Connection, int]:
             size = stat.st_size
     except OSError as err:
         raise LedgerError(f"cannot read ledger {path!r}: {err}") from err
-    if stat.st_nlink > 1:
+    links = stat.st_nlink
+    # (a ledger being created has a second link, its temporary name, for the moment between
+    # _create_file's link and unlink: another process opening it then waits that moment out)
+    deadline = time.monotonic() + min(timeout, _LINK_WAIT)
+    while links > 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+        links = os.stat(path).st_nlink
+    if links > 1:
         # SQLite names its write-ahead log and locks after the path: through two hard links,
         # two processes spent 2.5 each from a budget of 3, and the ledger kept one's rows
         raise LedgerError(
-            f"ledger {path!r} has {stat.st_nlink} hard links: SQLite keeps its write-ahead log "
+            f"ledger {path!r} has {links} hard links: SQLite keeps its write-ahead log "
             "and locks per path name, so spends through two names would not serialise; keep "
             "one name (a symbolic link is fine)"
         )
