@@ -385,3 +385,10 @@ def test_a_workload_release_is_labelled_by_its_queries() -> None:
     domains = {"a": [0, 1], "b": ["x", "y"]}
     marginals = sdp.data.marginals(["a", "b"], way=1, domains=domains)
     assert labels(marginals) == ["a / 0", "a / 1", "b / x", "b / y"]
+
+
+@pytest.mark.parametrize("alphas", [["x"], [2.0, "x"], "abc", [0.5]])
+def test_renyi_refuses_orders_that_are_not_orders(alphas: Any) -> None:
+    """["x"] raised numpy's raw ValueError."""
+    with pytest.raises(sdp.InvalidParameter, match="alphas"):
+        sdp.plots.renyi(sdp.BoundedRange(1.0), alphas=alphas)

@@ -50,7 +50,13 @@ def test_extreme_epsilon_is_finite(scheme: str, eps: float) -> None:
     est = sdp.local.estimate(
         sdp.local.randomize(values, eps, k, scheme=scheme, rng=3), epsilon=eps, categories=k
     )
-    arrays = [est.frequencies, est.counts, est.variance, *est.interval(), *est.interval(0.9, "normal")]
+    arrays = [
+        est.frequencies,
+        est.counts,
+        est.variance,
+        *est.interval(),
+        *est.interval(0.9, "normal"),
+    ]
     q = est.query([1, 2])
     scalars = [q.frequency, q.variance, *q.interval(), *q.interval(method="normal")]
     assert all(np.all(np.isfinite(a)) for a in arrays)
@@ -133,3 +139,21 @@ def test_an_interval_holds_the_rounding_of_its_estimate(scheme: str, eps: float,
             assert lo <= 1.0 <= hi
             assert hi - lo <= 1e-12
         assert 0.0 <= lo <= hi <= 1.0
+
+
+def test_a_normal_interval_at_a_level_within_an_ulp_of_one() -> None:
+    """z_{(1+level)/2} rounded its argument to 1 for level = nextafter(1, 0): a raw
+    StatisticsError. The interval is f̂ ± z·√variance clipped to [0, 1], with
+    z = −Φ⁻¹((1 − level)/2) = √2·erfinv(level) ≈ 8.29 (mpmath)."""
+    level = math.nextafter(1.0, 0.0)
+    values = np.array([0, 1, 1, 2, 2, 2, 4] * 300)
+    est = sdp.local.estimate(sdp.local.randomize(values, 4.0, 5, rng=3), epsilon=4.0, categories=5)
+    with mp.workdps(30):
+        z = float(mp.sqrt(2) * mp.erfinv(mp.mpf(level)))
+    lower, upper = est.interval(level, "normal")
+    radius = z * np.sqrt(est.variance)
+    assert np.allclose(lower, np.clip(est.frequencies - radius, 0, 1), rtol=1e-9, atol=1e-12)
+    assert np.allclose(upper, np.clip(est.frequencies + radius, 0, 1), rtol=1e-9, atol=1e-12)
+    q = est.query([1, 2])
+    q_lower, q_upper = q.interval(level, method="normal")
+    assert q_upper - q_lower == pytest.approx(2 * z * math.sqrt(q.variance), rel=1e-6)

@@ -1379,7 +1379,8 @@ class Session:
         ``privacy``, whichever has the smaller expected error per answer, is added to every
         answer (see :mod:`sharpdp.data.answers`). Marginal columns without a declared domain have
         it found privately first (partition selection of their values, taking a tenth of ε or ρ and
-        half of δ; needs δ > 0), and the whole is charged as one composition.
+        half of δ, all of it under a zCDP target; needs δ > 0), and the whole is charged as one
+        composition.
 
         Args:
             workload: from :func:`sdp.data.marginals` or :func:`sdp.data.predicates`.

@@ -61,8 +61,8 @@ def renyi(
         raise InvalidParameter(
             f"labels must give one label per guarantee ({len(guarantees)}), got {len(names)}"
         )
-    grid = default_alphas() if alphas is None else np.asarray(alphas, dtype=float)
-    orders = sorted({_validate.order("alphas", float(a)) for a in grid})
+    grid = default_alphas() if alphas is None else _validate.sequence("alphas", alphas, "orders")
+    orders = sorted({_validate.order("alphas", a) for a in grid})
     if not orders or orders[-1] == float("inf"):
         raise InvalidParameter("alphas must be finite orders α ≥ 1, and at least one")
     fig, ax = new_figure("Rényi-DP curves ε(α)")
