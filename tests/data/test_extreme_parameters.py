@@ -131,6 +131,8 @@ def test_accepted_extremes_release_finite_values_inside_their_intervals(
     [
         (sdp.ZCDP(1.0), sdp.ZCDP(1e-60), 2, "too small for MWEM"),
         (sdp.ZCDP(1.0), sdp.ZCDP(1e-30), None, "too small for MWEM"),
+        # its rounds' Gaussians, at 1,000 rounds, cost more than the ρ charged for the rounds
+        (sdp.ZCDP(1.0), sdp.ZCDP(1e-28), None, "too small for MWEM"),
         (sdp.ZCDP(1e300), sdp.ZCDP(1e18), None, "cannot be met by MWEM"),
         (sdp.PureDP(1e300), sdp.PureDP(1e78), None, "cannot be met by MWEM"),
     ],
@@ -139,8 +141,9 @@ def test_mwem_targets_its_mechanisms_cannot_meet_are_refused_before_the_spend(
     budget: sdp.Guarantee, privacy: sdp.Guarantee, rounds: int | None, message: str
 ) -> None:
     """ZCDP(1e-60) was charged ρ = 3.4e-30 (a Gaussian's grid keeps its ρ above ~4e-31): more
-    than the target. With rounds=None the rounds' mechanisms were built only after n̂'s release,
-    and a huge target failed there, its budget spent."""
+    than the target. With rounds=None the rounds' mechanisms were built only after n̂'s release:
+    a huge target failed there, its budget spent, and at ZCDP(1e-28) 1,000 rounds would have
+    cost more than the ρ charged for them."""
     table = pd.DataFrame({"pid": range(8), "a": [0, 1, 1, 0, 1, 0, 1, 1]})
     s = sdp.data.Session(table, "pid", budget)
     w = sdp.data.marginals(["a"], way=1, domains={"a": [0, 1]})
