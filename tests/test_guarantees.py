@@ -958,3 +958,16 @@ def test_epsilon_of_delta_never_rises_with_delta(epsilon0: float) -> None:
     ):
         values = [g.epsilon(d) for d in deltas]
         assert all(a >= b for a, b in itertools.pairwise(values)), (g, values)
+
+
+@pytest.mark.parametrize("mu", [3e154, 1e160, 1e200, 1e300])
+def test_gaussian_log_delta_at_a_past_the_float_square_root_is_a_number(mu: float) -> None:
+    """With a = μ/2 − ε/μ past 1.3e154, a² overflows: the outside term's rounding allowance was
+    0·inf, a NaN (δ still read 1 by luck of min(1, NaN)). Here δ = Φ(a) − e^ε Φ(b) with
+    a > 1e144 and e^ε Φ(b) = φ(a)·Φ(b)/φ(b) ≤ φ(a)·√(π/2) (e^ε φ(b) = φ(a); Mills' ratio):
+    1 − δ is far below any float's spacing at 1, so 1.0 is the least valid float."""
+    from sharpdp._divergences import gaussian_log_delta
+
+    for eps in (0.0, 1.0, 1e10):
+        assert not math.isnan(gaussian_log_delta(mu, eps))
+        assert sdp.GDP(mu).delta(eps) == 1.0

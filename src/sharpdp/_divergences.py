@@ -80,9 +80,9 @@ def _underflowed(bound: float) -> float:
     return max(_math.up(bound), math.ulp(0.0))
 
 
-def rr_renyi_many(epsilons: npt.NDArray[np.float64], alpha: float, categories: int = 2) -> (
-    npt.NDArray[np.float64]
-):
+def rr_renyi_many(
+    epsilons: npt.NDArray[np.float64], alpha: float, categories: int = 2
+) -> npt.NDArray[np.float64]:
     """:func:`rr_renyi` of k-ary randomized response at every ε of ``epsilons`` (1-D), for one
     order α: the same formula (:func:`sharpdp._math.renyi_of_finite_pair` on the atoms ε, −ε, 0),
     vectorised, and rounded up by a relative 2⁻⁴⁰ — far more than the few ulps by which the
@@ -99,9 +99,9 @@ def rr_renyi_many(epsilons: npt.NDArray[np.float64], alpha: float, categories: i
         norm = 1.0 + (categories - 1) * e
         p1, p2 = 1.0 / norm, e / norm  # P-masses of the losses ε and −ε (0 has no term)
 
-        def p_phi_minus(pi: npt.NDArray[np.float64], zi: npt.NDArray[np.float64]) -> (
-            npt.NDArray[np.float64]
-        ):
+        def p_phi_minus(
+            pi: npt.NDArray[np.float64], zi: npt.NDArray[np.float64]
+        ) -> npt.NDArray[np.float64]:
             # P·φ(−Z) = Q − P + P·Z, written with Q = P e^{−Z} where e^{−Z} is large (as the
             # scalar routine does)
             far = np.exp(np.log(pi) - zi) - pi + pi * zi
@@ -265,7 +265,7 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
         # both terms move with a (resp. b) at slope ≤ φ(a) ≤ 1/√(2π) (∂/∂a of φ(a)Φ(b)/φ(b) is
         # ≤ 0.3, ∂/∂b ≤ φ(a)); the outside term's own rounding (erfcx, exp, expm1 and products:
         # 2⁻⁴⁶) and that of a² (u·a² in the exponent) are added to the pad
-        own = outside * (2.0**-46 + a * a * 2.0**-52)
+        own = outside * (2.0**-46 + a * a * 2.0**-52) if outside > 0.0 else 0.0  # (a² may be inf)
         pad = 2.0**-50 * (inside + outside) + own + argument_error / _SQRT_2PI
         # (+ the rounding of the sum and of log itself: 4 ulps of the result)
         return _math.up(math.log(max(inside - outside, 0.0) + pad) + 2.0**-52, 4)
@@ -338,9 +338,7 @@ def gaussian_log_delta_lower(mu: npt.ArrayLike, epsilon: npt.ArrayLike) -> npt.N
     return np.asarray(np.where(np.isnan(low), -np.inf, low), dtype=np.float64)
 
 
-def gaussian_log_slope_lower(
-    mu: npt.ArrayLike, epsilon: npt.ArrayLike
-) -> npt.NDArray[np.float64]:
+def gaussian_log_slope_lower(mu: npt.ArrayLike, epsilon: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """A lower bound on log |dδ_μ/dx| at x = e^ε, i.e. on log Φ(−μ/2 − ε/μ), at each (μ, ε)
     (broadcast together; −inf where μ = 0).
 
