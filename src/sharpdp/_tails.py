@@ -106,7 +106,9 @@ def zcdp_cks20_epsilon(rho: float, xi: float, delta: float) -> float:
     # log(1 − 1/α) = −log1p(1/λ), not log λ − log1p λ: two terms of size log λ whose rounding
     # (~1e-14 at λ = 1e7…1e51, tiny ρ) swamped a result of 1e-15…1e-49 (ε came out below the
     # Gaussian's own, even 0 for ρ = 1e-100, δ = 1e-300)
-    value = xi + rho * (1.0 + lam) + log_inv / lam - math.log1p(1.0 / lam) - lp / lam
+    # (for λ < 1 log λ − log1p λ has no cancellation, and 1/λ may overflow: kept there)
+    log_shrink = -math.log1p(1.0 / lam) if lam >= 1.0 else math.log(lam) - lp
+    value = xi + rho * (1.0 + lam) + log_inv / lam + log_shrink - lp / lam
     return max(0.0, _math.up(value))
 
 

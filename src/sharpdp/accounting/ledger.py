@@ -1221,7 +1221,10 @@ def _open_file(path: str, timeout: float) -> tuple[sqlite3.Connection, int]:
     deadline = time.monotonic() + min(timeout, _LINK_WAIT)
     while links > 1 and time.monotonic() < deadline:
         time.sleep(0.01)
-        links = os.stat(path).st_nlink
+        try:
+            links = os.stat(path).st_nlink
+        except OSError as err:
+            raise LedgerError(f"cannot read ledger {path!r}: {err}") from err
     if links > 1:
         # SQLite names its write-ahead log and locks after the path: through two hard links,
         # two processes spent 2.5 each from a budget of 3, and the ledger kept one's rows
