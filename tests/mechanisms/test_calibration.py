@@ -110,6 +110,16 @@ def test_impossible_and_bad_requests() -> None:
             sdp.calibrate(sdp.TopK, sdp.PureDP(1.0), k=k)
 
 
+def test_a_fixed_argument_valid_for_some_noise_only_is_not_refused() -> None:
+    """A Gaussian's granularity must not exceed σ: granularity 2 is valid for σ ≥ 2, and the
+    least such σ for (0.1, 1e-6) is far above it (the check for bad fixed arguments briefly
+    built σ = 1 alone and refused it). No rounded Gaussian needs less noise than the continuous
+    one: σ is at least the analytic Gaussian's 36.3 (Balle–Wang 2018, for Δ = 1)."""
+    g = sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(0.1, 1e-6), granularity=2.0)
+    assert g.granularity == 2.0
+    assert g.sigma >= 36.0
+
+
 @pytest.mark.parametrize("epsilon", [1e20, 1e100, 1e300, 1e308])
 def test_the_least_noise_of_a_very_loose_target_is_found(epsilon: float) -> None:
     """Below the search's usual floor of 2^-40: Laplace's least scale for ε-DP is exactly Δ/ε

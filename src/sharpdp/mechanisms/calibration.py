@@ -195,8 +195,18 @@ def calibrate(
         return mechanism(**{family.parameter: value}, **fixed)
 
     # a bad fixed argument (TopK's k = 0...) is the caller's error: the search below reads
-    # InvalidParameter as "outside the family's range" and would answer "no member meets it"
-    build(1.0)
+    # InvalidParameter as "outside the family's range" and would answer "no member meets it".
+    # Such an argument fails at every value of the searched parameter; one valid at some only
+    # (a Gaussian's granularity, at most σ) is not refused here
+    refusals: list[InvalidParameter] = []
+    for probe in (1.0, 2.0**20, 2.0**-20):
+        try:
+            build(probe)
+            break
+        except InvalidParameter as err:
+            refusals.append(err)
+    else:
+        raise refusals[0]
 
     if not isinstance(method, str) or method not in ("exact", "classical"):
         raise InvalidParameter(f"method must be 'exact' or 'classical', got {method!r}")
