@@ -382,6 +382,44 @@ def laplace_delta_quad(scale: float, epsilon: float, sensitivity: float = 1.0) -
         )
 
 
+def two_laplace_delta(epsilon0: float, epsilon: float) -> mp.mpf:
+    """δ(ε) of two composed Laplace mechanisms of ε₀ = Δ/b, from the law of one loss under
+    P = Lap(0, b): an atom at ε₀ (mass ½), one at −ε₀ (mass e^{−ε₀}/2), and on (−ε₀, ε₀) the
+    density e^{(l−ε₀)/2}/4 (l = ε₀(1 − 2y/Δ) for y ∈ (0, Δ)). δ(ε) = E[(1 − e^{ε−L₁−L₂})₊]: the
+    atom pairs summed, atom × density integrated once, density × density twice (the inner
+    integral in closed form)."""
+    with mp.workdps(DPS):
+        e0, e = _mpf(epsilon0), _mpf(epsilon)
+        atoms = [(e0, mp.mpf(1) / 2), (-e0, mp.exp(-e0) / 2)]
+
+        def density(x: mp.mpf) -> mp.mpf:
+            return mp.exp((x - e0) / 2) / 4
+
+        total = mp.mpf(0)
+        for a, pa in atoms:
+            for b, pb in atoms:
+                if a + b > e:
+                    total += pa * pb * -mp.expm1(e - a - b)
+        for a, pa in atoms:
+            lo = max(-e0, e - a)
+            if lo < e0:
+                total += (
+                    2 * pa * mp.quad(lambda x, a=a: density(x) * -mp.expm1(e - a - x), [lo, e0])
+                )
+
+        def inner(x1: mp.mpf) -> mp.mpf:  # ∫_{lo}^{ε₀} density(x2)·(1 − e^{ε−x1−x2}) dx2
+            lo = max(-e0, e - x1)
+            if lo >= e0:
+                return mp.mpf(0)
+            scale = mp.exp(-e0 / 2) / 4
+            return scale * (
+                2 * (mp.exp(e0 / 2) - mp.exp(lo / 2))
+                + 2 * mp.exp(e - x1) * (mp.exp(-e0 / 2) - mp.exp(-lo / 2))
+            )
+
+        return total + mp.quad(lambda x1: density(x1) * inner(x1), [max(-e0, e - e0), e0])
+
+
 def laplace_renyi_quad(scale: float, alpha: float, sensitivity: float = 1.0) -> mp.mpf:
     """D_α(Lap(0, b) ‖ Lap(Δ, b)) by quadrature (α = 1: KL)."""
     with mp.workdps(DPS):

@@ -12,7 +12,13 @@ import mpmath
 import pytest
 
 import sharpdp as sdp
-from reference import br_delta, laplace_delta_quad, laplace_k_fold_epsilon_lower, rr_delta
+from reference import (
+    br_delta,
+    laplace_delta_quad,
+    laplace_k_fold_epsilon_lower,
+    rr_delta,
+    two_laplace_delta,
+)
 from sharpdp.accounting.composition import compose, max_compositions
 
 
@@ -423,3 +429,16 @@ def test_a_lone_laplace_or_randomized_response_is_read_by_its_own_profile(
         got = c.delta_bound(e)
         assert exact <= got <= exact * (1 + 1e-9) + 1e-300
     assert c.explain(delta=1e-12).winner.name == "single"
+
+
+@pytest.mark.parametrize(
+    ("epsilon0", "epsilon"),
+    [(1000.0, 0.0), (1000.0, 1500.0), (1000.0, 1999.0), (300.0, 10.0), (1.0, 0.5), (5.0, 1.0)],
+)
+def test_delta_of_two_near_noiseless_laplace_mechanisms(epsilon0: float, epsilon: float) -> None:
+    # With the losses far above ε, the Chernoff tilt λ = 1/64 weighted the FFT's rounding error
+    # by e^{λ(2ε₀ − ε)} > δ: at ε₀ = 1000 no grid certified anything, and after 19–37 s
+    # delta(0) raised AccuracyNotReached ([0, 1]). Exact: the two losses' law (reference.py).
+    exact = float(two_laplace_delta(epsilon0, epsilon))
+    got = compose([(sdp.Laplace(1.0 / epsilon0), 2)]).delta(epsilon)
+    assert exact <= got <= exact * (1.0 + 1e-4) + 1e-15

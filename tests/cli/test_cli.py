@@ -393,3 +393,22 @@ def test_keys_with_commas_and_colons_are_escaped(tmp_path: Path, run_main: MainR
     )
     assert code == 0, err
     assert sorted(r["tag"] for r in json.loads(out)["rows"]) == ["a,b", "c"]
+
+
+@pytest.mark.parametrize("command", ["query", "demo"])
+def test_a_ledger_in_a_missing_directory_or_a_directory_is_bad_input(
+    command: str, people_csv: Path, tmp_path: Path, run_main: MainRun
+) -> None:
+    # as `budget` and `plot` treat their ledger argument: exit 2, with the option named (it was
+    # the library's LedgerError, exit 1, a refusal)
+    head = ["query", str(people_csv), "count", "--unit", "who"] if command == "query" else ["demo"]
+    for ledger, words in (
+        (tmp_path / "nodir" / "x.sqlite", "does not exist"),
+        (tmp_path, "not a regular file"),
+    ):
+        code, out, err = run_main([*head, "--ledger", str(ledger)])
+        assert code == 2, err
+        assert "--ledger" in err
+        assert words in err
+        assert out == ""
+    assert not (tmp_path / "nodir").exists()

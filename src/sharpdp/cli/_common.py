@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -46,6 +47,7 @@ __all__ = [
     "item_from_mapping",
     "item_kinds",
     "json_value",
+    "ledger_path",
     "parse_guarantee",
     "parse_item",
     "parse_number",
@@ -154,7 +156,9 @@ GUARANTEES: dict[str, tuple[type[sdp.Guarantee], tuple[str, ...]]] = {
 
 
 #: A decimal number as written in ASCII (``1``, ``-0.5``, ``1e-6``, ``.5``, ``inf``); not ``1_0``.
-_NUMBER = re.compile(r"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)", re.ASCII | re.I)
+_NUMBER = re.compile(
+    r"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)", re.ASCII | re.I
+)
 
 
 def parse_number(text: str, name: str, integer: bool, where: str) -> float | int:
@@ -320,3 +324,18 @@ def working(description: str, total: int | None = None) -> Iterator[Callable[[in
             progress.advance(task, n)
 
         yield advance
+
+
+def ledger_path(path: Path | None) -> Path | None:
+    """A ``--ledger`` option checked as input (exit 2, as ``budget`` and ``plot`` do for their
+    ledger argument): an existing file, or a new one in an existing directory (the library's
+    ``LedgerError`` for these is a refusal, exit 1, and meant for programs)."""
+    if path is None:
+        return None
+    if path.exists() and not path.is_file():
+        raise typer.BadParameter(f"{str(path)!r} is not a regular file")
+    if not path.exists() and not path.parent.is_dir():
+        raise typer.BadParameter(
+            f"directory {str(path.parent)!r} does not exist (a new ledger is created in it)"
+        )
+    return path

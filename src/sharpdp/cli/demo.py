@@ -21,7 +21,7 @@ from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp._format import lower, upper
-from sharpdp.cli._common import app, console, parse_guarantee
+from sharpdp.cli._common import app, console, ledger_path, parse_guarantee
 
 if TYPE_CHECKING:  # pandas and the data layer load when the demo runs, not with the command line
     import pandas as pd
@@ -250,7 +250,10 @@ def demo(
     ] = "approx:1,1e-6",
     ledger: Annotated[
         Path | None,
-        typer.Option(help="ledger file to keep the budget in (default: a temporary one)"),
+        typer.Option(
+            help="ledger file to keep the budget in (default: a temporary one)",
+            callback=ledger_path,
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the noise and of the bounding hash")] = 0,
     level: Annotated[float, typer.Option(help="confidence level of the intervals")] = 0.95,

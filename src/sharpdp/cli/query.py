@@ -35,7 +35,7 @@ from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp._format import upper
-from sharpdp.cli._common import Digits, app, console, parse_guarantee
+from sharpdp.cli._common import Digits, app, console, ledger_path, parse_guarantee
 from sharpdp.errors import SharpDPError
 
 __all__ = ["query"]
@@ -273,7 +273,10 @@ def query(
         str | None,
         typer.Option(help="the analyst's total budget (default: the ledger's, else approx:1,1e-6)"),
     ] = None,
-    ledger: Annotated[Path | None, typer.Option(help="ledger file keeping the budget")] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(help="ledger file keeping the budget", callback=ledger_path),
+    ] = None,
     analyst: Annotated[str, typer.Option(help="whose budget")] = "default",
     keys: Annotated[
         str | None,
