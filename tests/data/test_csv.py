@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
@@ -187,3 +188,46 @@ def test_a_csv_read_as_one_column_is_named(tmp_path: Path) -> None:
     path.write_text("person,val,day\np1,1,2024-01-01,EXTRA\np2,2,2024-01-02\n")
     with pytest.raises(sdp.InvalidParameter, match="read as one column named 'person,val,day'"):
         sdp.data.Session(str(path), "person", BUDGET)
+
+
+@pytest.mark.parametrize(
+    ("header", "named"),
+    [("who,a,a", "a_1"), ("who;a;A", "A_1"), ("who,,a", "column1"), ("who,a,b,a,a", "a_1")],
+)
+def test_a_header_that_repeats_or_leaves_out_a_name_is_refused(
+    tmp_path: Path, header: str, named: str
+) -> None:
+    # DuckDB renamed the repeats (and named the blank) silently: `a` read the first of two
+    # columns, and `a_1` the other, a name the file does not have
+    path = tmp_path / "twice.csv"
+    sep = ";" if ";" in header else ","
+    path.write_text(header + "\n" + sep.join(["p1"] + ["1"] * header.count(sep)) + "\n")
+    with pytest.raises(sdp.InvalidParameter, match=f"repeats a column name.*named it '{named}'"):
+        sdp.data.Session(str(path), "who", BUDGET)
+
+
+def test_names_ending_in_digits_that_the_header_has_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "digits.csv"
+    path.write_text("who,a,a_1,A2,column1\np1,1,2,3,4\n")
+    s = sdp.data.Session(str(path), "who", BUDGET)
+    assert s.table.columns == ("who", "a", "a_1", "A2", "column1")
+
+
+@pytest.mark.parametrize("kind", ["pandas", "arrow"])
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [(["who", "a", "a"], "'a' appears twice"), (["who", "a", "A"], "'a' and 'A' have the same")],
+)
+def test_a_frame_whose_names_collide_is_refused_naming_them(
+    kind: str, names: list[str], message: str
+) -> None:
+    # DuckDB's refusal ("Column with name A already exists") came with a hint to convert a
+    # column's type
+    frame = pd.DataFrame([["p1", 1, 2]], columns=names)
+    table = (
+        frame
+        if kind == "pandas"
+        else pa.Table.from_arrays([pa.array(frame.iloc[:, i]) for i in range(3)], names=names)
+    )
+    with pytest.raises(sdp.InvalidParameter, match=message):
+        sdp.data.Session(table, "who", BUDGET)

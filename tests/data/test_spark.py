@@ -496,3 +496,15 @@ def test_exact_keys_and_types_on_both_engines(
         if column == "k":
             assert out[0]["k"].tolist() == [7, big]
             assert str(out[0]["k"].dtype) == "Int64"
+
+
+def test_a_csv_header_that_repeats_a_name_is_refused_on_spark(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Spark renames repeats by their positions (a1, a2): `a` then named no column at all
+    path = tmp_path_factory.mktemp("twice") / "twice.csv"
+    path.write_text("who,a,A\np1,1,2\n")
+    with _engine.quiet():
+        on_spark = ibis.pyspark.connect(spark)
+    with pytest.raises(sdp.InvalidParameter, match="repeats a column name"):
+        sdp.data.Session(str(path), "who", sdp.PureDP(1.0), engine=on_spark)

@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import itertools
 import os
+import re
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -363,6 +364,7 @@ def read_csv(
     try:
         raw = backend.read_csv(path, table_name=name + "_file", **options)
         _check_split(path, raw.columns)
+        _check_distinct_names(path, raw.columns)
         types = {} if schema is None else parse_schema(schema, raw.columns)
         if not duck:  # e.g. Spark, which infers types over the whole file, parsing permissively
             return raw.mutate(**{c: _converted(raw[c], d) for c, d in types.items()})
@@ -407,6 +409,48 @@ def _check_split(path: str, columns: Sequence[str]) -> None:
             f"table: {path!r} was read as one column named {columns[0]!r}: its delimiter could "
             "not be detected (a row near the top with a different number of fields?)"
         )
+
+
+def _check_distinct_names(path: str, columns: Sequence[str]) -> None:
+    """Refuse a CSV whose header repeats a name (in any case) or leaves one blank: the engines
+    rename the repeats (DuckDB ``a``, ``a_1``, ``A_2``; Spark ``a0``, ``A1``) and name the
+    blanks (``column1``, ``_c1``), so an analyst asking for ``a`` would silently get one of them.
+    Every such name ends in digits and does not occur in the file's first 64 KiB."""
+    suspects = [c for c in columns if re.search(r"\d$", c)]
+    if not suspects or not os.path.isfile(path):  # (a glob or a URL: not checked)
+        return
+    with open(path, "rb") as file:
+        head = file.read(65536).decode("utf-8", errors="replace")
+    named = [c for c in suspects if c not in head]
+    if len(named) == len(columns):
+        raise InvalidParameter(
+            f"table: {path!r} was read without a header row (the engine named its columns "
+            f"{', '.join(map(repr, columns[:3]))}{', ...' if len(columns) > 3 else ''}): add a "
+            "row of column names"
+        )
+    if named:
+        raise InvalidParameter(
+            f"table: the header of {path!r} repeats a column name or leaves one blank (the "
+            f"engine named it {named[0]!r}; names match regardless of case): give each column "
+            "a distinct name"
+        )
+
+
+def _check_frame_names(frame: Any) -> None:
+    """Refuse a frame whose column names are not distinct text regardless of case (the engines
+    match names so, and DuckDB's refusal suggested converting a column's type)."""
+    names = frame.column_names if hasattr(frame, "column_names") else list(frame.columns)
+    seen: dict[str, object] = {}
+    for name in map(str, names):
+        first = seen.get(name.lower())
+        if first == name:
+            raise InvalidParameter(f"table: the column name {name!r} appears twice: rename one")
+        if first is not None:
+            raise InvalidParameter(
+                f"table: the columns {first!r} and {name!r} have the same name to the engines, "
+                "which match names regardless of case: rename one"
+            )
+        seen[name.lower()] = name
 
 
 def _words(err: Exception) -> set[str]:
@@ -463,6 +507,7 @@ def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Sourc
     _no_schema(schema, f"a {type(table).__name__}")
     module = type(table).__module__.split(".")[0]
     if module in ("pandas", "polars", "pyarrow"):
+        _check_frame_names(table)
         try:
             try:
                 t = backend.create_table(name, table, temp=engine is None)

@@ -5,11 +5,13 @@ noise parameter (``scale``/``sigma``, or ``epsilon`` for selection and randomize
 least noise whose *exact* characterisation meets the target, and verifies the returned mechanism by
 re-computing the target from it. The search is a certified bisection
 (:func:`sharpdp._math.smallest_valid`): the returned parameter is always one at which the target
-was checked to hold, within a relative 1e-12 of the least such value. A ``GDP`` target, whose
-check is a whole conversion (0.1–0.3 s each), is searched on the value of μ instead: the noise is
-bracketed within a factor 2 by its binary exponent, then Brent's method finds where μ crosses the
-target (:func:`sharpdp._math.smallest_valid_smooth`), in about a quarter of the bisection's
-conversions; the returned parameter is still one at which μ ≤ the target was checked.
+was checked to hold, within a relative 1e-12 of the least such value. ``GDP`` and ``ZCDP``
+targets, whose check is a whole conversion (0.1–0.9 s each for a GDP, or for the certified zCDP
+constant of a selection mechanism), are searched on the value of μ (ρ) instead: the noise is
+bracketed within a factor 2 by its binary exponent, then Brent's method finds where μ (ρ) crosses
+the target (:func:`sharpdp._math.smallest_valid_smooth`), in about a quarter of the bisection's
+conversions; the returned parameter is still one at which μ ≤ the target (ρ ≤ the target) was
+checked.
 
 Targets: ``PureDP(ε)`` (ε(0) ≤ ε), ``ApproxDP(ε, δ)`` (δ(ε) ≤ δ), ``ZCDP(ρ, ξ)`` (the sharpest
 zCDP conversion of the mechanism has ρ′ ≤ ρ and ξ′ ≤ ξ) and ``GDP(μ)``.
@@ -77,6 +79,32 @@ def _gdp_mu(m: Guarantee) -> float:
 def _meets_gdp(m: Guarantee, t: Guarantee) -> bool:
     assert isinstance(t, GDP)
     return _gdp_mu(m) <= t.mu
+
+
+def _zcdp_rho(m: Guarantee, t: Guarantee) -> float:
+    """The ρ of the sharpest zCDP conversion of ``m`` (∞ when none is implied, or when its ξ
+    exceeds the target's: such a member never meets ``t``)."""
+    from sharpdp.conversions import convert
+
+    assert isinstance(t, ZCDP)
+    try:
+        z = convert(m, ZCDP)
+    except NotImplied:
+        return math.inf
+    assert isinstance(z, ZCDP)
+    return z.rho if z.xi <= t.xi else math.inf
+
+
+#: The targets searched on a value rather than by bisection: the value of a member (μ, ρ), which
+#: meets the target exactly when it is at most the target's own (:data:`_LIMITS`).
+_LEVELS: dict[type[Guarantee], Callable[[Guarantee, Guarantee], float]] = {
+    GDP: lambda m, t: _gdp_mu(m),
+    ZCDP: _zcdp_rho,
+}
+_LIMITS: dict[type[Guarantee], Callable[[Any], float]] = {
+    GDP: lambda t: t.mu,
+    ZCDP: lambda t: t.rho,
+}
 
 
 _TARGETS: dict[type[Guarantee], Callable[[Guarantee, Guarantee], bool]] = {
@@ -222,20 +250,24 @@ def calibrate(
         except InvalidParameter:  # outside the family's parameter range
             return False
 
-    def least_noise_gdp(target: GDP, to_value: Callable[[float], float]) -> float:
-        """The least noise n (scale, σ or 1/ε: μ decreases in it) whose μ ≤ the target's, by the
-        smooth search on μ (see the module docstring). Each μ is computed once."""
+    level = _LEVELS.get(type(target))
+
+    def least_noise_smooth(to_value: Callable[[float], float]) -> float:
+        """The least noise n (scale, σ or 1/ε: μ or ρ decreases in it) whose μ (ρ) ≤ the
+        target's, by the smooth search on that value (see the module docstring). Each value is
+        computed once."""
+        assert level is not None
         seen: dict[float, float] = {}
 
         def mu_at(noise: float) -> float:
             if noise not in seen:
                 try:
-                    seen[noise] = _gdp_mu(build(to_value(noise)))
+                    seen[noise] = level(build(to_value(noise)), target)
                 except InvalidParameter:  # outside the family's parameter range
                     seen[noise] = math.inf
             return seen[noise]
 
-        mu = target.mu
+        mu = _LIMITS[type(target)](target)
         floor = _search_floor(lambda n: mu_at(n) <= mu)  # (GDP(1e154) was given σ = 2^-40)
         lo, hi = _exponent_bracket(lambda n: mu_at(n) <= mu, floor, 1.0)
         if lo == floor and mu_at(lo) <= mu:
@@ -259,8 +291,8 @@ def calibrate(
             raise NotImplied(
                 f"no {mechanism.__name__} with a noise parameter ≤ 2**50 meets {target!r}"
             )
-        if isinstance(target, GDP):
-            value = least_noise_gdp(target, lambda n: n)
+        if level is not None:
+            value = least_noise_smooth(lambda n: n)
         else:
             floor = _search_floor(ok)
             value = _math.smallest_valid(
@@ -284,8 +316,8 @@ def calibrate(
         if ok(2.0**40):
             return _verified(build(2.0**40), target)
         # the largest ε that meets the target: the smallest x = 1/ε, then step ε down if 1/x rounds up
-        if isinstance(target, GDP):
-            x = least_noise_gdp(target, lambda y: 1.0 / y)
+        if level is not None:
+            x = least_noise_smooth(lambda y: 1.0 / y)
         else:
             lo, hi = _exponent_bracket(lambda y: ok(1.0 / y), 2.0**-40, 1.0)
             x = _math.smallest_valid(lambda y: ok(1.0 / y), lo, hi, rtol=1e-12, what="calibration")
