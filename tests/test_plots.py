@@ -245,6 +245,13 @@ def test_renyi_refuses_bad_input() -> None:
         sdp.plots.renyi(sdp.PureDP(1.0), labels=["a", "b"])
     with pytest.raises(sdp.InvalidParameter, match="alphas"):
         sdp.plots.renyi(sdp.PureDP(1.0), alphas=[0.5, 2.0])
+    # no curve to draw: alone, matplotlib's "cannot be log-scaled" ValueError; beside another
+    # curve, a legend entry without a line
+    for items in ([sdp.ApproxDP(1.0, 1e-6)], [sdp.ApproxDP(1.0, 1e-6), sdp.PureDP(1.0)]):
+        with pytest.raises(sdp.InvalidParameter, match=r"ApproxDP.*implies no Rényi bound"):
+            sdp.plots.renyi(*items)
+    with pytest.raises(sdp.InvalidParameter, match=r"PureDP.*no positive finite"):
+        sdp.plots.renyi(sdp.PureDP(0.0))
 
 
 # -- budget (ledger) -------------------------------------------------------------------------------

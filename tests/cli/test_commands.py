@@ -117,6 +117,9 @@ def test_parse_item(text: str, expected: sdp.Guarantee) -> None:
         ("gaussian:-1", "sigma must be > 0"),
         ("gaussian:nan", "NaN"),
         ("laplace:abc", "scale must be a number"),
+        # a misspelt flag was read as the sensitivity ("sensitivity must be a number")
+        ("exponential:0.1,monotonc", "no flag 'monotonc' in 'exponential:0.1,monotonc'; did you "),
+        ("topk:3,0.1,sorted", "its flags: monotonic"),
         ("topk:2.5,0.1", "k must be an integer"),
         ("approx:1", "approx:epsilon,delta"),
         ("approx:1,2", "delta"),

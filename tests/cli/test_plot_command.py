@@ -162,6 +162,8 @@ def test_renyi_and_budget(tmp_path: Path, drawn: list[Figure]) -> None:
         (["capacity", "gaussian:-1", "-o", "x.png"], 2, "sigma must be > 0"),
         (["renyi", "br:nan", "-o", "x.png"], 2, "eta must be a number, got NaN"),
         (["renyi", "br:1,2", "-o", "x.png"], 2, "br takes br:eta"),
+        # (matplotlib's "cannot be log-scaled" ValueError, exit 1, before)
+        (["renyi", "approx:1,1e-6", "-o", "x.png"], None, "implies no Rényi bound"),
         (["profile", "missing.toml", "-o", "x.png"], 2, "cannot read"),
     ],
 )

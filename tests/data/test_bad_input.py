@@ -44,6 +44,11 @@ BAD_QUERIES: list[tuple[str, Callable[[Any], Any], str]] = [
         lambda s: s.count_by("fruit", keys=FRUITS, privacy=P, max_groups=0),
         "max_groups",
     ),
+    (
+        "max_groups past int64",  # failed in the engine (a TypeError) after explain() priced it
+        lambda s: s.count_by("fruit", keys=FRUITS, privacy=P, max_groups=2**63),
+        "max_groups must be <=",
+    ),
     ("max_rows float", lambda s: s.count(privacy=P, max_rows=1.5), "max_rows"),
     ("privacy type", lambda s: s.count(privacy=0.1), "privacy"),
     ("pure unknown keys", lambda s: s.count_by("fruit", privacy=P), "privacy"),

@@ -13,6 +13,7 @@ too, and only when both streams are terminals (:func:`working`).
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -211,6 +212,15 @@ def parse_item(text: str, option: str, kinds: Iterable[str] | None = None) -> sd
     words = [w.strip() for w in params.split(",")] if colon and params.strip() else []
     flags = {w.lower() for w in words if w.lower() in kind.flags}
     numbers = [w for w in words if w.lower() not in kind.flags]
+    for word in numbers:  # a misspelt flag read as a number was reported as a bad sensitivity
+        if (
+            kind.flags
+            and re.fullmatch(r"[A-Za-z_-]{3,}", word)
+            and word.lower() not in _NUMBER_WORDS
+        ):
+            close = difflib.get_close_matches(word.lower(), kind.flags, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"its flags: {', '.join(kind.flags)}"
+            raise typer.BadParameter(f"{option}: {name} has no flag {word!r} in {text!r}; {hint}")
     if not kind.required <= len(numbers) <= len(kind.params):
         raise typer.BadParameter(
             f"{option}: {name} takes {kind.spelling(name)}, got {text!r} "
@@ -222,6 +232,10 @@ def parse_item(text: str, option: str, kinds: Iterable[str] | None = None) -> sd
     }
     kwargs.update(dict.fromkeys(flags, True))
     return _build(name, kind, kwargs, option)
+
+
+#: Words that parse as numbers (not flags): ``inf`` and ``nan`` reach the constructors' checks.
+_NUMBER_WORDS = frozenset({"inf", "infinity", "nan", "-inf", "+inf"})
 
 
 def _example(name: str, kind: ItemKind) -> str:

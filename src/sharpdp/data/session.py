@@ -104,6 +104,12 @@ def _columns(name: str, value: object) -> tuple[str, ...]:
     )
 
 
+def _cap(name: str, value: object) -> int:
+    """A contribution cap: an integer in [1, 2⁶³ − 1] (the engines compare it with int64 ranks;
+    2⁶³ failed in the engine after ``explain()`` had priced it)."""
+    return _validate.integer(name, value, minimum=1, maximum=2**63 - 1)
+
+
 def _privacy(value: object) -> sdp.Guarantee:
     if not isinstance(value, _TARGETS):
         raise InvalidParameter(
@@ -352,8 +358,8 @@ class Session:
         max_rows: int = 1,
         schema: Mapping[str, Any] | None = None,
     ) -> None:
-        self._max_groups = _validate.integer("max_groups", max_groups, minimum=1)
-        self._max_rows = _validate.integer("max_rows", max_rows, minimum=1)
+        self._max_groups = _cap("max_groups", max_groups)
+        self._max_rows = _cap("max_rows", max_rows)
         if null_units not in ("refuse", "drop"):
             raise InvalidParameter(f"null_units must be 'refuse' or 'drop', got {null_units!r}")
         if seed is not None:
@@ -554,8 +560,8 @@ class Session:
         """The query's caps, the session's defaults where not given; (1, 1) with row-level
         privacy (a person is one row: one row, one key), once the given ones are validated."""
         caps = (
-            self._max_rows if max_rows is None else _validate.integer("max_rows", max_rows),
-            self._max_groups if max_groups is None else _validate.integer("max_groups", max_groups),
+            self._max_rows if max_rows is None else _cap("max_rows", max_rows),
+            self._max_groups if max_groups is None else _cap("max_groups", max_groups),
         )
         return (1, 1) if self._unit is None else caps
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -65,12 +66,22 @@ def renyi(
     orders = sorted({_validate.order("alphas", a) for a in grid})
     if not orders or orders[-1] == float("inf"):
         raise InvalidParameter("alphas must be finite orders α ≥ 1, and at least one")
+    curves = [[g.renyi(a) for a in orders] for g in guarantees]
+    for name, curve in zip(names, curves, strict=True):
+        # (matplotlib's "cannot be log-scaled" ValueError, or a legend entry without a line)
+        if not any(0.0 < v < math.inf for v in curve):
+            why = (
+                "implies no Rényi bound (an (ε, δ) guarantee with δ > 0 implies none)"
+                if all(v == math.inf for v in curve)
+                else "has no positive finite Rényi bound at these orders to draw on log axes"
+            )
+            raise InvalidParameter(f"renyi: {name} {why}")
     fig, ax = new_figure("Rényi-DP curves ε(α)")
-    for index, (g, name) in enumerate(zip(guarantees, names, strict=True)):
+    for index, (g, name, curve) in enumerate(zip(guarantees, names, curves, strict=True)):
         color = f"C{index % 10}"
         ax.plot(
             orders,
-            [drawn(g.renyi(a)) for a in orders],
+            [drawn(v) for v in curve],
             color=color,
             linewidth=1.8,
             label=name,
