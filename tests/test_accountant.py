@@ -672,7 +672,8 @@ def test_a_budget_change_just_before_a_spend_is_checked_in_its_transaction(
 
 def test_budget_none_opens_only_an_account_with_a_recorded_budget(tmp_path: Path) -> None:
     missing = tmp_path / "missing.sqlite"
-    with pytest.raises(sdp.LedgerError, match="does not exist"):
+    # (it said "(create=False)", an argument the caller never passed)
+    with pytest.raises(sdp.LedgerError, match=r"does not exist: without a budget.*pass budget="):
         Accountant(ledger=missing, analyst="ana")
     assert not missing.exists()  # a mistyped path never starts a ledger
     with pytest.raises(sdp.InvalidParameter, match="no budget is recorded"):

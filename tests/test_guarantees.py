@@ -258,6 +258,18 @@ def test_gdp_profile_closed_form(mu: float, eps: float) -> None:
     close(sdp.GDP(mu).delta(eps), gaussian_delta(mu, eps), abs_=1e-300)
 
 
+@pytest.mark.parametrize("mu", [1e-15, 1e-12, 1e-9, 1e-6, 9e-4])
+@pytest.mark.parametrize("ratio", [0.0, 1e-3, 0.5, 2.0, 10.0, 30.0])
+def test_gdp_profile_at_tiny_mu_is_valid_and_sharp(mu: float, ratio: float) -> None:
+    # At ε = ratio·μ the two erfcx values of the tail form agree to ~log₂(1/μ) bits: their
+    # rounding allowance made δ up to 10% loose at μ = 1e-12 (never below). Exact: 80 digits.
+    with mp.workdps(80):
+        want = gaussian_delta(mu, ratio * mu)
+        got = sdp.GDP(mu).delta(ratio * mu)
+        assert mp.mpf(got) >= want
+        assert mp.mpf(got) <= want * (1 + 1e-6)
+
+
 @pytest.mark.parametrize("mu", [1e-3, 0.1, 1.0, 3.0, 10.0])
 @pytest.mark.parametrize("delta", [1e-100, 1e-10, 1e-5, 1e-2, 0.3])
 def test_gdp_and_gaussian_epsilon(mu: float, delta: float) -> None:

@@ -393,6 +393,13 @@ def test_create_false_and_bad_paths(tmp_path: Path) -> None:
     assert not missing.exists()
     with pytest.raises(sdp.LedgerError, match="directory"):
         Ledger(tmp_path / "no" / "such" / "dir.sqlite")
+    # a directory where no file can be made (even by root): the error named the temporary file
+    # the ledger is built in ('/proc/.x.sqlite.<hex>.tmp')
+    with pytest.raises(
+        sdp.LedgerError, match=r"cannot create ledger '/proc/x.sqlite' in '/proc'"
+    ) as info:
+        Ledger("/proc/x.sqlite")
+    assert ".tmp" not in str(info.value)
     with pytest.raises(sdp.LedgerError, match="regular file"):
         Ledger(tmp_path)
     with pytest.raises(sdp.InvalidParameter, match="path"):

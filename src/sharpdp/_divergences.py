@@ -38,6 +38,7 @@ __all__ = [
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _SQRT2 = math.sqrt(2.0)
+_SQRT_PI = math.sqrt(math.pi)
 
 
 # --- randomized response (pure ε-DP worst case) --------------------------------------------------
@@ -283,7 +284,32 @@ def gaussian_log_delta(mu: float, epsilon: float) -> float:
     log_scale = -0.5 * a * a + abs(a) * a_error + math.ulp(a * a)
     log_diff = math.log(max(diff, 5e-324))
     # (+ the rounding of the two logs and of the sum: 4u of the terms' sizes)
-    return log_scale + log_diff - math.log(2.0) + 2.0**-50 * (abs(log_scale) + abs(log_diff) + 1.0)
+    value = log_scale + log_diff - math.log(2.0) + 2.0**-50 * (abs(log_scale) + abs(log_diff) + 1.0)
+    if mu < 1e-3:
+        value = min(value, _small_mu_tail(mu, x1, log_scale, argument_error))
+    return value
+
+
+def _small_mu_tail(mu: float, x1: float, log_scale: float, argument_error: float) -> float:
+    """The tail form's log δ for small μ without the difference of two erfcx values, which then
+    agree to ~log₂(1/μ) bits (their rounding made δ up to 10% loose at μ = 1e-12).
+
+    erfcx(x) = (2/√π)∫₀^∞ e^{−t²−2xt} dt is convex on x ≥ 0 (a Laplace transform), so −erfcx′
+    decreases there and erfcx(x₁) − erfcx(x₂) ≤ (x₂ − x₁)·(−erfcx′(x₁)), with x₂ − x₁ = μ/√2
+    and −erfcx′(x) = 2/√π − 2x·erfcx(x): relative excess O(μ·x₁), and no cancellation between
+    values ~μ apart. x₁ is lowered by its error (a smaller x gives a larger slope), the slope
+    padded by 2⁻⁴⁷ of its terms; +inf when the slope is lost in that pad (x₁ past ~10⁶).
+    """
+    x = max(0.0, x1 - (argument_error / _SQRT2 + math.ulp(x1)))
+    product = 2.0 * x * _math.erfcx(x)
+    slope = 2.0 / _SQRT_PI - product
+    pad = 2.0**-47 * (2.0 / _SQRT_PI + product)
+    if not slope > 16.0 * pad:
+        return math.inf
+    log_width = math.log(mu / _SQRT2) + 2.0**-51
+    log_slope = math.log(slope + pad)
+    terms = abs(log_scale) + abs(log_width) + abs(log_slope) + 1.0
+    return log_scale + log_width + log_slope - math.log(2.0) + 2.0**-50 * terms
 
 
 def gaussian_log_delta_lower(mu: npt.ArrayLike, epsilon: npt.ArrayLike) -> npt.NDArray[np.float64]:

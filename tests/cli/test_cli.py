@@ -412,3 +412,18 @@ def test_a_ledger_in_a_missing_directory_or_a_directory_is_bad_input(
         assert words in err
         assert out == ""
     assert not (tmp_path / "nodir").exists()
+
+
+def test_over_the_default_budget_says_where_the_budget_came_from(
+    people_csv: Path, run_main: MainRun
+) -> None:
+    # the analyst never chose ApproxDP(1, 1e-6): the refusal named it with no way out
+    args = ["query", str(people_csv), "count", "--unit", "who", "--drop-null-units"]
+    args += ["--privacy", "pure:2"]
+    code, out, err = run_main(args)
+    assert code == 1
+    assert "the default budget --budget approx:1,1e-6: pass --budget" in err
+    assert out == ""
+    code, _, err = run_main([*args, "--budget", "pure:1"])
+    assert code == 1
+    assert "default budget" not in err

@@ -562,6 +562,12 @@ class Accountant:
             self._ledger, self._owns_ledger = ledger, False
         elif ledger is None or isinstance(ledger, str | os.PathLike):
             # Without a budget only an existing account can be opened: never create a file then.
+            if budget is None and ledger is not None and not os.path.lexists(ledger):
+                raise LedgerError(
+                    f"ledger {os.path.abspath(os.fspath(ledger))!r} does not exist: without a "
+                    "budget an Accountant only opens an existing ledger (pass budget= to create "
+                    "one)"
+                )
             opened = Ledger(ledger, timeout=timeout, create=budget is not None)
             self._ledger, self._owns_ledger = opened, True
         else:

@@ -1167,7 +1167,9 @@ def _create_file(path: str) -> None:
     except FileExistsError:
         pass
     except OSError as err:
-        raise LedgerError(f"cannot create ledger {path!r}: {err}") from err
+        # (the error names the temporary file the ledger is built in: name the directory)
+        why = err.strerror or type(err).__name__
+        raise LedgerError(f"cannot create ledger {path!r} in {directory!r}: {why}") from err
     finally:
         for leftover in (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"):
             with contextlib.suppress(FileNotFoundError):

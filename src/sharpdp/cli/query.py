@@ -509,7 +509,16 @@ def _run(
         else:
             console.print(str(explanation), highlight=False, markup=False)
         return
-    result = plan.run(rng=seed)
+    try:
+        result = plan.run(rng=seed)
+    except sdp.BudgetExceeded as err:
+        if session_options["budget"] is not None or recorded is not None:
+            raise
+        # the analyst never chose this budget: say where it came from and how to change it
+        raise sdp.BudgetExceeded(
+            f"{err} (the default budget --budget {DEFAULT_BUDGET}: pass --budget for another, "
+            "and --ledger to keep it)"
+        ) from err
     frame = result.to_pandas(level=level)
     spent = (
         session.accountant.epsilon(explanation.budget.delta_)
