@@ -56,7 +56,7 @@ def test_the_rejection_bound_of_the_proof(s: Fraction) -> None:
     bound = 1 / (8 * s)
     centre = int((s + 1) / 2)
     ms = {0, 1, 2, centre - 1, centre, centre + 1, centre + 2, 3 * centre + 5}
-    worst = Fraction(-10**9)
+    worst = Fraction(-(10**9))
     for m in ms:
         for sign in (1, -1):
             for j in range(-8, 9):
@@ -105,7 +105,9 @@ def test_accounting_uses_the_rounded_query_sensitivity(sensitivity: float) -> No
     # brute force with a coarse grid: neighbouring values round at most ⌈Δ/γ⌉ steps apart
     g = 2.0**-4
     coarse = sdp.Gaussian(1.0, sensitivity=sensitivity, granularity=g)
-    worst = max(abs(round((x + sensitivity) / g) - round(x / g)) for x in np.linspace(-3, 3, 20_001))
+    worst = max(
+        abs(round((x + sensitivity) / g) - round(x / g)) for x in np.linspace(-3, 3, 20_001)
+    )
     assert worst * g <= coarse.effective_sensitivity
 
 

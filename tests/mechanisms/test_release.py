@@ -32,9 +32,9 @@ def test_released_noise_is_the_rounded_laplace(scale: float, step: float) -> Non
     assert np.array_equal(units * step, out)  # on the grid
     lo, hi = int(units.min()), int(units.max())
     ks = np.arange(lo, hi + 1)
-    probs = np.array([
-        laplace_cdf((k + 0.5) * step, scale) - laplace_cdf((k - 0.5) * step, scale) for k in ks
-    ])
+    probs = np.array(
+        [laplace_cdf((k + 0.5) * step, scale) - laplace_cdf((k - 0.5) * step, scale) for k in ks]
+    )
     probs[0] += laplace_cdf((lo - 0.5) * step, scale)  # left tail into the first bin
     probs[-1] += 1.0 - laplace_cdf((hi + 0.5) * step, scale)  # right tail into the last
     assert_chi_square(units, probs, lo, FALSE_FAILURE)

@@ -17,7 +17,9 @@ import sharpdp as sdp
 FALSE_FAILURE = 1e-6
 
 
-@pytest.mark.parametrize(("epsilon", "k", "value"), [(1.0, 2, 1), (0.5, 3, 0), (2.0, 5, 3), (0.0, 4, 2)])
+@pytest.mark.parametrize(
+    ("epsilon", "k", "value"), [(1.0, 2, 1), (0.5, 3, 0), (2.0, 5, 3), (0.0, 4, 2)]
+)
 def test_reports_have_the_randomized_response_law(epsilon: float, k: int, value: int) -> None:
     n = 200_000
     out = sdp.RandomizedResponse(epsilon, categories=k).release(np.full(n, value), rng=5)
@@ -117,3 +119,12 @@ def test_keep_coins_have_the_keep_probability(epsilon: float, k: int) -> None:
     for bad in (-1, 2.5, "3"):
         with pytest.raises(sdp.InvalidParameter):
             m.keeps(bad, rng=0)  # type: ignore[arg-type]
+
+
+def test_the_law_of_very_many_categories_is_refused_not_listed() -> None:
+    # a list of 2**40 floats: the process was killed for memory; release() stays O(1) in k
+    rr = sdp.RandomizedResponse(0.7, 2**40)
+    with pytest.raises(sdp.InvalidParameter, match="at most 1048576 categories"):
+        rr.probabilities(1)
+    assert 0 <= int(rr.release(5, rng=0)) < 2**40
+    assert len(sdp.RandomizedResponse(0.7, 2**20).probabilities(3)) == 2**20

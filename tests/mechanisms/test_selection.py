@@ -168,7 +168,18 @@ def test_selection_privacy_characterisations() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [[], [math.nan, 1.0], [math.inf, 0.0], [-math.inf, -math.inf], [[1.0, 2.0]], "abc"],
+    [
+        [],
+        [math.nan, 1.0],
+        [math.inf, 0.0],
+        [-math.inf, -math.inf],
+        [[1.0, 2.0]],
+        "abc",
+        [True, False],  # (booleans and numeric text were read as numbers)
+        ["1", "2"],
+        [2**53 + 1, 0],
+        np.array([-(2**62), 0]),
+    ],
 )
 def test_bad_scores_raise(bad: object) -> None:
     for mech in (sdp.Exponential(1.0), sdp.PermuteAndFlip(1.0), sdp.ReportNoisyMax(1.0, "laplace")):
@@ -189,3 +200,18 @@ def test_bad_parameters_raise() -> None:
         sdp.TopK(3, 1.0).probability([1.0, 2.0], [0, 1, 2])
     with pytest.raises(sdp.InvalidParameter, match="beta"):
         sdp.Exponential(1.0).utility_bound(10, 1.5)
+
+
+def test_integer_scores_past_2_to_the_53_are_refused_not_rounded() -> None:
+    # Neighbours (each score moves by ≤ Δ = 1) whose rounded scores moved apart by 3: the
+    # exponential mechanism at ε = 4 then had log-ratio 5.3 > ε. Exact law: P[1] = 1/(1 + e^{2c·d})
+    # with c = ε/2 and d the score gap (1 and 3), a log-ratio of 3.88 ≤ ε.
+    m = sdp.Exponential(4.0)
+    for scores in ([2**53 + 1, 2**53], [2**53 + 2, 2**53 - 1]):
+        with pytest.raises(sdp.InvalidParameter, match="at most 2\\*\\*53"):
+            m.probabilities(scores)
+    shifted = [m.probabilities([1, 0]), m.probabilities([2, -1])]  # the same, offset by 2**53
+    ratio = math.log(shifted[0][1] / shifted[1][1])
+    assert ratio == pytest.approx(math.log((1 + math.exp(6.0)) / (1 + math.exp(2.0))), rel=1e-12)
+    assert ratio <= 4.0
+    assert m.probabilities([2**53, 0]).tolist() == [1.0, 0.0]  # 2**53 itself is a float

@@ -20,7 +20,10 @@ grid γℤ with γ a power of two:
 
 the largest power of two ≤ 2⁻³⁰·min(s, Δ), but never finer than s·2⁻⁵⁰ (at most 2⁵⁰ grid steps
 per unit of noise scale: the exact samplers draw int64 noise, and allow at most 2⁵²) nor than the
-smallest subnormal. The noise is always resolved to at least 30 bits (s/γ ≥ 2³⁰).
+smallest subnormal. The noise is resolved to at least 30 bits (s/γ ≥ 2³⁰) unless s is within
+2³⁰ of the smallest subnormal (``Laplace(5e-324)`` has γ = s: the grid can be no finer).
+The value released must lie within 2⁶² grid steps of 0: |x| < 2³² at the default grid of
+s ≥ Δ = 1 (γ = 2⁻³⁰); a coarser ``granularity=`` releases larger values.
 
 **Where Δ_eff/Δ − 1 ≤ 2⁻³⁰ holds.** Always Δ ≤ Δ_eff < Δ + γ. If s ≤ 2^(⌊log₂ Δ⌋ + 20) — that is,
 s/Δ ≤ 2²⁰ when Δ is a power of two; s/Δ ≤ 2¹⁹ suffices for every Δ — then ⌈log₂ s⌉ − 50 ≤
@@ -121,9 +124,13 @@ def to_grid(value: object, granularity: float) -> tuple[npt.NDArray[np.int64], b
     try:
         x = np.asarray(value, dtype=np.float64)
     except OverflowError:  # a Fraction or int beyond the float range
-        raise InvalidParameter(f"value must be finite, got {value!r} (beyond the float range)") from None
+        raise InvalidParameter(
+            f"value must be finite, got {value!r} (beyond the float range)"
+        ) from None
     except (TypeError, ValueError):
-        raise InvalidParameter(f"value must be a number or an array of numbers, got {value!r}") from None
+        raise InvalidParameter(
+            f"value must be a number or an array of numbers, got {value!r}"
+        ) from None
     if np.asarray(value).dtype == np.bool_:
         raise InvalidParameter(f"value must be numeric, got booleans {value!r}")
     if not np.all(np.isfinite(x)):

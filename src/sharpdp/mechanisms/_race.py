@@ -407,9 +407,7 @@ def _race_one(off: Offsets, k: int, noise: Noise, rng: np.random.Generator) -> l
         a = off.approx[start : start + _BLOCK]
         words = rng.integers(0, 1 << _BITS0, size=a.size, dtype=np.int64)
         if fast:
-            sel = _block_survivors(
-                noise, a, words, k, _kth_largest(pool_lo, k), off.slack, buffer
-            )
+            sel = _block_survivors(noise, a, words, k, _kth_largest(pool_lo, k), off.slack, buffer)
             a, words, offset = a[sel], words[sel], sel + start
         else:
             offset = np.arange(start, start + a.size, dtype=np.int64)
@@ -432,9 +430,7 @@ def _race_one(off: Offsets, k: int, noise: Noise, rng: np.random.Generator) -> l
     return _resolve(_candidates(pool_pos, pool_words, pool_lo, pool_hi), k, noise, off, rng)
 
 
-def _race_rows(
-    off: Offsets, k: int, noise: Noise, rng: np.random.Generator, rows: int
-) -> IntArray:
+def _race_rows(off: Offsets, k: int, noise: Noise, rng: np.random.Generator, rows: int) -> IntArray:
     """``rows`` independent draws at once (for small candidate sets)."""
     n = off.approx.size
     out = np.empty((rows, k), dtype=np.int64)

@@ -131,7 +131,13 @@ def _decide(
 
 
 def _refine(
-    m: int, ku: int, kv: int, bits: int, s: Fraction, t: Fraction, c: Fraction,
+    m: int,
+    ku: int,
+    kv: int,
+    bits: int,
+    s: Fraction,
+    t: Fraction,
+    c: Fraction,
     rng: np.random.Generator,
 ) -> int:
     """Decide E > c − g(m, u) exactly, drawing 64 more bits of u and V until it is settled."""

@@ -134,6 +134,11 @@ class Laplace(_OnGrid, Mechanism):
 
         Returns:
             A float for a scalar input, else a float64 array of the same shape.
+
+        Raises:
+            InvalidParameter: a value that is not a finite number, or one 2⁶² grid steps or
+                more from 0 (|x| ≥ 2³² at the default grid of scale ≥ Δ = 1: pass a coarser
+                ``granularity``).
         """
         return self._release(value, self.scale, _grid.rounded_laplace, rng)
 
@@ -226,6 +231,11 @@ class Gaussian(_OnGrid, Mechanism):
 
         Returns:
             A float for a scalar input, else a float64 array of the same shape.
+
+        Raises:
+            InvalidParameter: a value that is not a finite number, or one 2⁶² grid steps or
+                more from 0 (|x| ≥ 2³² at the default grid of σ ≥ Δ = 1: pass a coarser
+                ``granularity``).
 
         Examples:
             >>> import sharpdp as sdp

@@ -21,6 +21,9 @@ from sharpdp.mechanisms.base import Mechanism
 
 __all__ = ["RandomizedResponse"]
 
+#: Most categories whose law :meth:`RandomizedResponse.probabilities` lists (2²⁰ floats, ~8 MB).
+_LAW_LIMIT = 2**20
+
 
 @dataclass(frozen=True, slots=True)
 class RandomizedResponse(Mechanism):
@@ -51,10 +54,22 @@ class RandomizedResponse(Mechanism):
         return PureDP(k * self.epsilon_)  # ε-DP ⇒ kε-DP for groups of k (Dwork–Roth 2014, Thm 2.2)
 
     def probabilities(self, value: int) -> list[float]:
-        """The exact output law on true category ``value`` ∈ {0, …, k−1}."""
+        """The exact output law on true category ``value`` ∈ {0, …, k−1}: 1/(1 + (k − 1)e^{−ε})
+        at ``value``, e^{−ε}/(1 + (k − 1)e^{−ε}) at each other category.
+
+        Raises:
+            InvalidParameter: a bad ``value``, or k > 2²⁰ (a list of k floats; the two values
+                above are the whole law).
+        """
         v = _validate.integer("value", value, minimum=0)
         if v >= self.categories:
             raise InvalidParameter(f"value must be < categories={self.categories}, got {v}")
+        if self.categories > _LAW_LIMIT:
+            raise InvalidParameter(
+                f"the law is listed for at most {_LAW_LIMIT} categories, got {self.categories}: "
+                "it is 1/(1 + (k − 1)e^{−ε}) at the true category and e^{−ε}/(1 + (k − 1)e^{−ε}) "
+                "at each other one"
+            )
         e = math.exp(-self.epsilon_)  # in e^{−ε}: no overflow for large ε
         other = e / (1.0 + (self.categories - 1) * e)
         top = 1.0 / (1.0 + (self.categories - 1) * e)
@@ -135,9 +150,7 @@ class RandomizedResponse(Mechanism):
                 f"value must be an integer category or an array of them, got {value!r}"
             )
         if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.categories):
-            raise InvalidParameter(
-                f"categories must lie in [0, {self.categories}), got {value!r}"
-            )
+            raise InvalidParameter(f"categories must lie in [0, {self.categories}), got {value!r}")
         return arr.astype(np.int64)
 
     def _renyi(self, alpha: float) -> float:

@@ -38,11 +38,32 @@ PF_EXACT_LIMIT = 20_000
 
 
 def as_scores(scores: object, name: str = "scores") -> FloatArray:
-    """Validate a score vector: 1-D, non-empty, no NaN or +inf, at least one finite entry."""
+    """Validate a score vector: 1-D, non-empty, numbers (not booleans or text), no NaN or +inf,
+    at least one finite entry, and integers of magnitude at most 2⁵³.
+
+    An integer past 2⁵³ rounds to a float, and rounding can move two neighbouring score vectors
+    apart by more than Δ: (2⁵³ + 1, 2⁵³) and (2⁵³ + 2, 2⁵³ − 1) rounded to (2⁵³, 2⁵³) and
+    (2⁵³ + 2, 2⁵³ − 1), a log-ratio of 5.3 for the exponential mechanism at ε = 4.
+    """
     try:
-        q = np.asarray(scores, dtype=np.float64)
+        raw = np.asarray(scores)
+        if raw.dtype.kind in "bUSVM" or (
+            raw.dtype.kind == "O"
+            and any(isinstance(x, bool | np.bool_ | str | bytes) for x in raw.flat)
+        ):
+            raise TypeError
+        q = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the float range
         raise InvalidParameter(f"{name} must be a 1-D array of numbers, got {scores!r}") from None
+    if raw.dtype.kind in "iuO":
+        for i in np.flatnonzero(np.abs(q) >= 2.0**53):
+            exact = raw.flat[i]
+            if isinstance(exact, int | np.integer) and abs(int(exact)) > 2**53:
+                raise InvalidParameter(
+                    f"{name}[{i}] = {int(exact)}: integer scores must be at most 2**53 in "
+                    "magnitude (past it they round to floats, which can move neighbouring "
+                    "scores apart by more than the sensitivity); subtract a common offset first"
+                )
     if q.ndim != 1:
         raise InvalidParameter(f"{name} must be 1-D, got shape {q.shape}")
     if q.size == 0:
