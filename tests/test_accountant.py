@@ -28,7 +28,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sharpdp as sdp
-from reference import bs16_lemma35_epsilon, gaussian_epsilon, laplace_k_fold_epsilon_lower
+from reference import (
+    bs16_lemma35_epsilon,
+    gaussian_delta,
+    gaussian_epsilon,
+    laplace_k_fold_epsilon_lower,
+)
 from sharpdp.accounting.accountant import Accountant
 from sharpdp.accounting.composition import compose
 from sharpdp.accounting.ledger import Ledger
@@ -998,3 +1003,42 @@ def test_a_zcdp_budget_charges_a_composition_by_its_parts() -> None:
         with pytest.raises(sdp.NotImplied, match="zCDP budget"):
             acct.spend(sdp.compose([(sdp.ApproxDP(0.1, 1e-6), 1), (sdp.ZCDP(0.01), 1)]))
         assert acct.spent() == pytest.approx(0.03, rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("family", "target", "fixed"),
+    [
+        (sdp.Laplace, sdp.ApproxDP(0.5, 1e-6), {}),
+        (sdp.DiscreteGaussian, sdp.ApproxDP(1.0, 1e-5), {}),
+        (sdp.TopK, sdp.ApproxDP(0.6113198464092003, 1e-6), {"k": 3}),
+        (sdp.ReportNoisyMax, sdp.ApproxDP(0.37, 1e-9), {"noise": "laplace"}),
+    ],
+)
+def test_a_mechanism_calibrated_to_a_budget_fits_it(
+    family: type[sdp.Guarantee], target: sdp.ApproxDP, fixed: dict[str, object]
+) -> None:
+    # calibrate certified δ(ε) ≤ δ; the accountant read ε(δ) by inverting a composition's
+    # bound, a few ulps above ε (Laplace: the MGF inversion's 0.5 + 7e-14 against the closed
+    # form's 0.5 − 5e-14), and refused the mechanism on the very budget it was calibrated to
+    m = sdp.calibrate(family, target, **fixed)  # type: ignore[arg-type]
+    assert sdp.max_compositions(m, target) >= 1
+    acct = Accountant(target)
+    acct.spend(m)
+    assert acct.spent() <= target.epsilon_
+    assert acct.remaining() >= 0.0
+
+
+def test_the_accountant_and_max_compositions_agree_at_the_boundary() -> None:
+    # ten Gaussians exactly at the budget: δ(1) certified, while ε(δ) read fresh was
+    # 1 + 4e-14; max_compositions (δ(ε) ≤ δ) said 10, the accountant (ε(δ) ≤ ε) took 9.
+    # Exact: ten σ = 5 Gaussians are μ = √10/5-GDP (Dong–Roth–Su 2019 Cor 3.3).
+    g = sdp.Gaussian(5.0)
+    budget = sdp.ApproxDP(1.0, sdp.compose([(g, 10)]).delta(1.0))
+    assert float(gaussian_delta(math.sqrt(10) / 5, 1.0)) <= budget.delta_  # ten do fit
+    assert sdp.max_compositions(g, budget) == 10
+    acct = Accountant(budget)
+    acct.spend(g, 9)
+    acct.spend(g)
+    assert acct.spent() == 1.0
+    with pytest.raises(sdp.BudgetExceeded):
+        acct.spend(g)

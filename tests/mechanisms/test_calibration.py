@@ -208,3 +208,28 @@ def test_a_gdp_target_far_below_the_usual_noise_floor(mu: float) -> None:
     search floor 2^-40 it was reported as 2^-40 ≈ 9.1e-13 (for μ = 1e154: 1e-154)."""
     sigma = sdp.calibrate(sdp.Gaussian, sdp.GDP(mu)).sigma
     assert 1.0 / mu <= sigma <= (1.0 / mu) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "delta", "sensitivity"),
+    [(0.010468025406843428, 1.9526137623474227e-05, 1.0), (1e-3, 1e-15, 1.0), (1e-4, 1e-8, 0.01)],
+)
+def test_gaussian_targets_where_the_widening_step_broke_delta(
+    epsilon: float, delta: float, sensitivity: float
+) -> None:
+    # Widening σ until ε(δ) ≤ ε landed on a σ where the δ(ε) check, whose rounding allowance
+    # is not monotone in σ at the 1e-11 level, failed: calibrate raised NumericalError.
+    # Independent check: Balle–Wang 2018 Thm 8 at μ = Δ_eff/σ in 50 digits.
+    m = sdp.calibrate(sdp.Gaussian, sdp.ApproxDP(epsilon, delta), sensitivity=sensitivity)
+    with mpmath.workdps(50):
+        mu = mpmath.mpf(m.effective_sensitivity) / mpmath.mpf(m.sigma)
+        e = mpmath.mpf(epsilon)
+        exact = mpmath.ncdf(mu / 2 - e / mu) - mpmath.exp(e) * mpmath.ncdf(-mu / 2 - e / mu)
+        assert exact <= delta
+        # and not much noisier than needed: 1e-6 less noise fails
+        mu_less = mu / (1 - mpmath.mpf("1e-6"))
+        less = mpmath.ncdf(mu_less / 2 - e / mu_less) - mpmath.exp(e) * mpmath.ncdf(
+            -mu_less / 2 - e / mu_less
+        )
+        assert less > delta
+    assert m.epsilon(delta) <= epsilon

@@ -148,20 +148,34 @@ _SUMMARY_ORDERS = (*(1.0 + 2.0 ** (k / 2) for k in range(-14, 25)), math.inf)
 _SPENT_CACHE_SIZE, _SPENT_CACHE_MAX_ITEMS = 512, 32
 
 
-def _spent_epsilon(items: tuple[tuple[Guarantee, int], ...], delta: float) -> float:
+def _spent_epsilon(
+    items: tuple[tuple[Guarantee, int], ...], delta: float, budget: float = math.inf
+) -> float:
     """ε at ``delta`` of the adaptive composition of ``items`` (``epsilon_bound``, certified at the
     spend accuracy): an upper bound, and a pure function of frozen, validated descriptions, so
     short histories are kept process-wide. Sessions that charge alike (a service's analysts, one
     query run again, each new session's first charge on an empty history) then price it once:
-    on an empty history a bounded count's charge took 13–20 ms of a 130 ms query."""
+    on an empty history a bounded count's charge took 13–20 ms of a 130 ms query.
+
+    When that reading exceeds the ``budget``'s ε but an analysis certifies δ(``budget``) ≤
+    ``delta``, the history is (``budget``, ``delta``)-DP all the same, and ``budget`` is the
+    reading: a bound of ε(δ) read by inversion can land a few ulps above the ε at which δ was
+    certified (a calibrated mechanism was refused by its own target; ``max_compositions``,
+    which reads δ(ε), allowed one spend more than the accountant)."""
     if len(items) <= _SPENT_CACHE_MAX_ITEMS:
-        return _spent_epsilon_kept(items, delta)
-    return _spent_epsilon_kept.__wrapped__(items, delta)
+        return _spent_epsilon_kept(items, delta, budget)
+    return _spent_epsilon_kept.__wrapped__(items, delta, budget)
 
 
 @functools.lru_cache(maxsize=_SPENT_CACHE_SIZE)
-def _spent_epsilon_kept(items: tuple[tuple[Guarantee, int], ...], delta: float) -> float:
-    return compose(list(items), adaptive=True, accuracy=_SPEND_ACCURACY).epsilon_bound(delta)
+def _spent_epsilon_kept(
+    items: tuple[tuple[Guarantee, int], ...], delta: float, budget: float
+) -> float:
+    composition = compose(list(items), adaptive=True, accuracy=_SPEND_ACCURACY)
+    spent = composition.epsilon_bound(delta)
+    if budget < spent < math.inf and composition.certifies(budget, delta):
+        return budget
+    return spent
 
 
 def _add_up(total: float, term: float) -> float:
@@ -332,7 +346,8 @@ class _EpsilonRule(_Rule):
             if quick <= self.epsilon:
                 return self._verdict(quick, state=history.last_id, sharp=False)
         merged = _merged(history.counts, item, count)
-        return self._verdict(_spent_epsilon(tuple(merged), self.delta), state=history.last_id)
+        spent = _spent_epsilon(tuple(merged), self.delta, self.epsilon)
+        return self._verdict(spent, state=history.last_id)
 
     def _verdict(self, spent: float, *, state: int, sharp: bool = True) -> _Verdict:
         if self.epsilon == math.inf:

@@ -305,9 +305,12 @@ def calibrate(
             )
         if isinstance(target, ApproxDP):
             # δ(ε) ≤ δ was certified; ε(δ), the reading budgets and compositions take, is found by
-            # its own bisection and may land an ulp or so above ε: widen until it agrees
-            for _ in range(200):
-                if build(value).epsilon(target.delta_) <= target.epsilon_:
+            # its own bisection and may land an ulp or so above ε: widen until both agree (δ's
+            # rounding allowance is not monotone in the noise at the 1e-11 level: a step that
+            # fixed ε(δ) could break δ(ε) ≤ δ, and calibration then raised NumericalError)
+            for _ in range(400):
+                m = build(value)
+                if m.epsilon(target.delta_) <= target.epsilon_ and meets(m, target):
                     break
                 value *= 1.0 + 2.0**-44
     else:

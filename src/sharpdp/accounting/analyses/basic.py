@@ -25,11 +25,14 @@ def _own_profile(g: Guarantee) -> Guarantee | None:
     An η-BR item: :class:`BoundedRange`'s profile, the supremum over its dominating pairs
     (Rogers–Steinke 2021); Laplace and randomized response: their closed-form profiles, those of
     the mechanisms' own worst-case pairs (Laplace's dominating pair is its pair of neighbouring
-    outputs, Koskela et al. 2020; k-ary randomized response's, its two true values)."""
+    outputs, Koskela et al. 2020; k-ary randomized response's, its two true values); the discrete
+    Laplace and Gaussian: their profiles summed exactly over the integers (rounded up), those of
+    their pairs of neighbouring outputs (Canonne–Kamath–Steinke 2020)."""
     from sharpdp.mechanisms.additive import Laplace
+    from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
     from sharpdp.mechanisms.randomized_response import RandomizedResponse
 
-    if type(g) in (Laplace, RandomizedResponse):
+    if type(g) in (Laplace, RandomizedResponse, DiscreteLaplace, DiscreteGaussian):
         return g
     try:
         return bounded_range(g)
@@ -44,7 +47,7 @@ def _lone_with_own_profile(items: Items) -> bool:
 @analysis(
     "single",
     "one release: its own exact profile (bounded range: Rogers–Steinke 2021; Laplace, randomized "
-    "response: closed form; nothing is composed)",
+    "response: closed form; discrete Laplace and Gaussian: summed exactly; nothing is composed)",
     exact_for=_lone_with_own_profile,
     composes=False,
 )
@@ -60,8 +63,8 @@ def _single(items: Items, adaptive: bool) -> Guarantee:
     own = _own_profile(items[0][0])
     if own is None:
         raise NotImplied(
-            f"{items[0][0]!r} has no exact profile of its own (not bounded range, Laplace or "
-            "randomized response)"
+            f"{items[0][0]!r} has no exact profile of its own (not bounded range, Laplace, "
+            "randomized response or a discrete Laplace or Gaussian)"
         )
     return own
 
@@ -112,5 +115,3 @@ def _advanced(items: Items, adaptive: bool) -> Guarantee:
         raise NotImplied("advanced composition needs identical (ε0, δ0) items")
     ((e0, d0),) = pairs
     return _Advanced(e0, d0, sum(c for _, c in items))
-
-
