@@ -916,3 +916,18 @@ def test_calibrating_an_exponential_mechanism_to_a_tiny_zcdp_target() -> None:
     m = sdp.calibrate(sdp.Exponential, sdp.ZCDP(rho))
     assert Fraction(m.epsilon_) ** 2 / 8 <= Fraction(rho)
     assert m.epsilon_ >= (1.0 - 1e-9) * math.sqrt(8.0 * rho)
+
+
+@pytest.mark.parametrize(
+    "epsilon", [5e-324, 1e-300, 1e-20, 1.1102230246251565e-16, 1e-12, 9.99e-9, 1e-8, 1e-3, 0.5]
+)
+def test_pure_dp_to_gdp_at_tiny_epsilon_is_valid(epsilon: float) -> None:
+    # e^ε/(1 + e^ε) rounded to ½ below ε ≈ 1e-16, and μ = 2Φ⁻¹(½) = 0 claimed no privacy loss
+    # at all (a TopK of ε = 1e-16 was then calibrated to GDP(0)). Exact: 2√2·erfinv(tanh(ε/2)).
+    with mp.workdps(60):
+        exact = 2 * mp.sqrt(2) * mp.erfinv(mp.tanh(mp.mpf(epsilon) / 2))
+        got = sdp.convert(sdp.PureDP(epsilon), sdp.GDP).mu
+        assert got > 0.0
+        assert mp.mpf(got) >= exact
+        if epsilon > 1e-300:
+            assert mp.mpf(got) <= exact * (1 + mp.mpf(2) ** -40)

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # loaded on first use (see __getattr__), so `import sharpdp` 
     from sharpdp import local as local
     from sharpdp import plots as plots
     from sharpdp.accounting.accountant import Accountant
+    from sharpdp.accounting.calibration import calibrate
     from sharpdp.accounting.clt import CLTEstimate, clt_estimate
     from sharpdp.accounting.composition import Composition, compose, max_compositions
     from sharpdp.accounting.ledger import Ledger
@@ -62,7 +63,6 @@ if TYPE_CHECKING:  # loaded on first use (see __getattr__), so `import sharpdp` 
         RandomizedResponse,
         ReportNoisyMax,
         TopK,
-        calibrate,
     )
 
 
@@ -111,6 +111,7 @@ __all__ = [
 #: Where each lazily loaded public name lives (the guarantees and errors load eagerly).
 _LAZY_NAMES = {
     "Accountant": "sharpdp.accounting.accountant",
+    "calibrate": "sharpdp.accounting.calibration",
     "CLTEstimate": "sharpdp.accounting.clt",
     "clt_estimate": "sharpdp.accounting.clt",
     "Composition": "sharpdp.accounting.composition",
@@ -132,7 +133,6 @@ _LAZY_NAMES = {
             "RandomizedResponse",
             "ReportNoisyMax",
             "TopK",
-            "calibrate",
         ),
         "sharpdp.mechanisms",
     ),

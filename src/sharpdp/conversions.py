@@ -481,6 +481,18 @@ def pure_dp_to_gdp(g: Guarantee) -> GDP:
         raise NotImplied(f"{g!r} implies no pure-DP bound, hence no GDP bound by this route")
     if eps == 0.0:
         return GDP(0.0)
+    if eps < 1e-8:
+        # μ = 2√2·erfinv(tanh(ε/2)) ≤ √(π/2)·ε·(1 + ε²/4): tanh x ≤ x, and erfinv's series
+        # (√π/2)(y + πy³/12 + …) is within a factor 1 + y² of its first term for y ≤ 0.1. In
+        # rationals, rounded up: e^ε rounds to 1 below ε ≈ 1e-16, and μ came out 0 (no loss).
+        c = Fraction(math.sqrt(math.pi / 2.0)) * (1 + Fraction(1, 2**50))
+        return GDP(_math.float_up(c * Fraction(eps) * (1 + Fraction(1, 2**52))))
+    if eps < 1.0:
+        # Φ^{-1}(e^ε/(1+e^ε)) = √2·erfinv(tanh(ε/2)), with no 1 + e^ε to round away ε
+        from scipy import special
+
+        mu = 2.0 * math.sqrt(2.0) * float(special.erfinv(math.tanh(0.5 * eps)))
+        return GDP(mu * (1.0 + 2.0**-44))
     # Φ^{-1}(e^ε/(1+e^ε)) = −Φ^{-1}(1/(1+e^ε)); the latter is accurate for large ε.
     mu = -2.0 * _math.ndtri(1.0 / (1.0 + math.exp(eps))) if eps < 700 else math.inf
     return GDP(mu * (1.0 + 4 * 2.0**-52))

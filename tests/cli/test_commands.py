@@ -21,10 +21,10 @@ from tests.cli.test_cli import script
 from typer.testing import CliRunner
 
 import sharpdp as sdp
+from sharpdp.accounting.calibration import classical_gaussian_sigma
 from sharpdp.cli import app, main
 from sharpdp.cli._common import parse_item
 from sharpdp.cli.capacity import classical_reading, textbook_count
-from sharpdp.mechanisms.calibration import classical_gaussian_sigma
 
 runner = CliRunner()
 

@@ -233,3 +233,34 @@ def test_gaussian_targets_where_the_widening_step_broke_delta(
         )
         assert less > delta
     assert m.epsilon(delta) <= epsilon
+
+
+def test_topk_is_calibrated_by_its_rounds_composition() -> None:
+    # TopK's own profile is its Rényi curve converted (δ(1) = 0.138 at ε₀ = 0.9267); its k
+    # rounds' composition, the reading an accountant takes, allows 5% more ε per round than
+    # calibrating on the own profile did (0.8791)
+    target = sdp.ApproxDP(1.0, 0.1)
+    m = sdp.calibrate(sdp.TopK, target, k=3)
+    rounds = sdp.compose([(sdp.Exponential(m.epsilon_), 3)])
+    assert rounds.delta(1.0) <= 0.1
+    assert sdp.compose([(sdp.Exponential(m.epsilon_ * (1 + 1e-6)), 3)]).delta(1.0) > 0.1
+    assert m.epsilon_ > 0.92
+    acct = sdp.Accountant(target)
+    acct.spend(m)
+
+
+def test_zero_loss_targets_and_the_noise_ceiling() -> None:
+    # ε = 0 meets a zero-loss target for the families searched on ε (NumericalError before)
+    assert sdp.calibrate(sdp.RandomizedResponse, sdp.PureDP(0.0)).epsilon_ == 0.0
+    assert sdp.calibrate(sdp.Exponential, sdp.ZCDP(0.0)).epsilon_ == 0.0
+    assert sdp.calibrate(sdp.TopK, sdp.GDP(0.0), k=2).epsilon_ == 0.0
+    # no finite noise gives zero loss: said so (it blamed an unbounded loss and δ = 0)
+    with pytest.raises(sdp.NotImplied, match="allows no privacy loss"):
+        sdp.calibrate(sdp.Gaussian, sdp.ZCDP(0.0))
+    # the noise searched grows with the sensitivity (2**50 alone refused a scale of 1e16)
+    m = sdp.calibrate(sdp.Laplace, sdp.PureDP(1e-6), sensitivity=1e10)
+    assert m.epsilon(0.0) <= 1e-6
+    assert m.scale == pytest.approx(1e16, rel=1e-9)
+    # a family with no such guarantee is named as such (it blamed the noise ceiling)
+    with pytest.raises(sdp.NotImplied, match="no GDP guarantee of a DiscreteGaussian is known"):
+        sdp.calibrate(sdp.DiscreteGaussian, sdp.GDP(0.6))

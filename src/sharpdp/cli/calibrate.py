@@ -113,7 +113,7 @@ def classical_rule(
                 sigma = sensitivity * math.sqrt(2.0 * math.log(1.25 / d)) / e
                 note = f"Thm A.1 is proved only for ε < 1, not ε = {e!r}"
                 return Classical(sigma, _GAUSS, False, note)
-            from sharpdp.mechanisms.calibration import classical_gaussian_sigma
+            from sharpdp.accounting.calibration import classical_gaussian_sigma
 
             return Classical(classical_gaussian_sigma(e, d, sensitivity), _GAUSS)
         if rho is not None and rho > 0.0:

@@ -2,7 +2,6 @@
 
 from sharpdp.mechanisms.additive import Gaussian, Laplace
 from sharpdp.mechanisms.base import Mechanism
-from sharpdp.mechanisms.calibration import calibrate
 from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
 from sharpdp.mechanisms.limited_domain import LimitDom
 from sharpdp.mechanisms.quantile import Quantile
@@ -22,5 +21,4 @@ __all__ = [
     "RandomizedResponse",
     "ReportNoisyMax",
     "TopK",
-    "calibrate",
 ]

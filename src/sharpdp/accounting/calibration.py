@@ -13,8 +13,10 @@ the target (:func:`sharpdp._math.smallest_valid_smooth`), in about a quarter of 
 conversions; the returned parameter is still one at which μ ≤ the target (ρ ≤ the target) was
 checked.
 
-Targets: ``PureDP(ε)`` (ε(0) ≤ ε), ``ApproxDP(ε, δ)`` (δ(ε) ≤ δ), ``ZCDP(ρ, ξ)`` (the sharpest
-zCDP conversion of the mechanism has ρ′ ≤ ρ and ξ′ ≤ ξ) and ``GDP(μ)``.
+Targets: ``PureDP(ε)`` (ε(0) ≤ ε), ``ApproxDP(ε, δ)`` (δ(ε) ≤ δ, by the mechanism's own profile
+or by the composition analyses of a lone release, as an accountant with that budget reads it),
+``ZCDP(ρ, ξ)`` (the sharpest zCDP conversion of the mechanism has ρ′ ≤ ρ and ξ′ ≤ ξ) and
+``GDP(μ)``. The module sits above composition for that reading (in the accounting layer).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sharpdp import _math, _validate
+from sharpdp.accounting.composition import compose
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
 from sharpdp.guarantees import GDP, ZCDP, ApproxDP, Guarantee, PureDP
 from sharpdp.mechanisms.additive import Gaussian, Laplace
@@ -44,12 +47,18 @@ M = TypeVar("M", bound=Guarantee)
 
 def _meets_pure(m: Guarantee, t: Guarantee) -> bool:
     assert isinstance(t, PureDP)
-    return m.epsilon(0.0) <= t.epsilon_
+    return m.epsilon(0.0) <= t.epsilon_ or compose([(m, 1)]).certifies(t.epsilon_, 0.0)
 
 
 def _meets_approx(m: Guarantee, t: Guarantee) -> bool:
+    """δ(ε) ≤ δ by the mechanism's own profile, or by a lone release's composition analyses,
+    the reading budgets take: sharper for a mechanism made of rounds (``TopK``'s own profile is
+    its Rényi curve converted, 0.309 at ε = 0.5 for k = 3, ε₀ = 1, where its rounds' exact
+    composition gives 0.242)."""
     assert isinstance(t, ApproxDP)
-    return m.delta(t.epsilon_) <= t.delta_
+    if m.delta(t.epsilon_) <= t.delta_:
+        return True
+    return compose([(m, 1)]).certifies(t.epsilon_, t.delta_)
 
 
 def _meets_zcdp(m: Guarantee, t: Guarantee) -> bool:
@@ -282,15 +291,11 @@ def calibrate(
         return _math.smallest_valid_smooth(excess, lo, hi, rtol=1e-12, what="calibration")
 
     if family.more_noise_is_larger:
-        if not ok(2.0**50):
-            if math.isfinite(target.epsilon(0.0)) and math.isinf(build(2.0**50).epsilon(0.0)):
-                raise NotImplied(
-                    f"no {mechanism.__name__} meets {target!r}: its privacy loss is unbounded "
-                    "at any noise, so it is (ε, 0)-DP for no ε (give a target with δ > 0)"
-                )
-            raise NotImplied(
-                f"no {mechanism.__name__} with a noise parameter ≤ 2**50 meets {target!r}"
-            )
+        # the most noise tried: 2^50 times the sensitivity (a sensitivity of 1e10 needs a scale
+        # of 1e16 for ε = 1e-6, and 2^50 alone refused it)
+        top = min(sys.float_info.max, 2.0**50 * max(1.0, fixed.get("sensitivity", 1.0)))
+        if not ok(top):
+            raise _no_member(mechanism, build(top), target, top)
         if level is not None:
             value = least_noise_smooth(lambda n: n)
         else:
@@ -319,17 +324,54 @@ def calibrate(
         if ok(2.0**40):
             return _verified(build(2.0**40), target)
         # the largest ε that meets the target: the smallest x = 1/ε, then step ε down if 1/x rounds up
-        if level is not None:
-            x = least_noise_smooth(lambda y: 1.0 / y)
-        else:
-            lo, hi = _exponent_bracket(lambda y: ok(1.0 / y), 2.0**-40, 1.0)
-            x = _math.smallest_valid(lambda y: ok(1.0 / y), lo, hi, rtol=1e-12, what="calibration")
+        try:
+            if level is not None:
+                x = least_noise_smooth(lambda y: 1.0 / y)
+            else:
+                lo, hi = _exponent_bracket(lambda y: ok(1.0 / y), 2.0**-40, 1.0)
+                x = _math.smallest_valid(
+                    lambda y: ok(1.0 / y), lo, hi, rtol=1e-12, what="calibration"
+                )
+        except NumericalError:  # no ε > 0 in the float range meets it (a zero-loss target)
+            return _verified(build(0.0), target)
         value = 1.0 / x
         for _ in range(64):
             if ok(value):
                 break
             value = math.nextafter(value, 0.0)
     return _verified(build(value), target)
+
+
+def _no_member(
+    mechanism: type[Guarantee], most: Guarantee, target: Guarantee, top: float
+) -> NotImplied:
+    """Why no member of the family meets ``target``, ``most`` being the noisiest one tried."""
+    name = mechanism.__name__
+    level = _LEVELS.get(type(target))
+    if level is not None and math.isinf(level(most, target)):
+        from sharpdp.conversions import convert
+
+        try:
+            convert(most, type(target))
+        except NotImplied:
+            return NotImplied(
+                f"no {name} meets {target!r}: no {type(target).__name__} guarantee of a {name} "
+                "is known (calibrate to an ApproxDP target instead)"
+            )
+    if target.epsilon(0.0) == 0.0 and target.delta(0.0) == 0.0:
+        return NotImplied(
+            f"no {name} meets {target!r}: it allows no privacy loss at all, which no finite "
+            "noise gives (except to a query of sensitivity 0)"
+        )
+    if math.isfinite(target.epsilon(0.0)) and math.isinf(most.epsilon(0.0)):
+        return NotImplied(
+            f"no {name} meets {target!r}: its privacy loss is unbounded at any noise, so it is "
+            "(ε, 0)-DP for no ε (give a target with δ > 0)"
+        )
+    return NotImplied(
+        f"no {name} with a noise parameter ≤ {top:g} meets {target!r} (its output grid bounds "
+        "its privacy loss below: Δ_eff/noise ≥ 2^-50)"
+    )
 
 
 #: The least positive float (subnormal): the bottom of the least-noise search.
