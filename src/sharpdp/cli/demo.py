@@ -23,6 +23,9 @@ import sharpdp as sdp
 from sharpdp._format import lower, upper
 from sharpdp.cli._common import app, console, ledger_path, parse_guarantee
 
+#: Released routes the demo prints (the largest counts).
+_ROUTES_SHOWN = 8
+
 if TYPE_CHECKING:  # pandas and the data layer load when the demo runs, not with the command line
     import pandas as pd
 
@@ -223,8 +226,10 @@ class _Demo:
         )
         out = r.to_pandas(level=self.level).sort_values("count", ascending=False)
         truth = self.known.groupby(["origin", "dest"]).tailnum.nunique()
+        shown = "" if len(out) <= _ROUTES_SHOWN else f"; the {_ROUTES_SHOWN} largest shown"
         console.print(
-            f"{len(out)} of the {len(truth)} routes released ({', '.join(q.explain().notes)})",
+            f"{len(out)} of the {len(truth)} routes released ({', '.join(q.explain().notes)})"
+            f"{shown}",
             highlight=False,
         )
         table = Table(
@@ -233,7 +238,7 @@ class _Demo:
             f"{_percent(self.level)} interval",
             "true count (before the 3-route cap)",
         )
-        for _, row in out.head(8).iterrows():
+        for _, row in out.head(_ROUTES_SHOWN).iterrows():
             table.add_row(
                 f"{row['origin']}→{row['dest']}",
                 f"{int(row['count']):,}",
