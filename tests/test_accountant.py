@@ -1042,3 +1042,35 @@ def test_the_accountant_and_max_compositions_agree_at_the_boundary() -> None:
     assert acct.spent() == 1.0
     with pytest.raises(sdp.BudgetExceeded):
         acct.spend(g)
+
+
+def _laplace_renyi(b: mp.mpf, alpha: mp.mpf) -> mp.mpf:
+    """D_α of Laplace(b), Δ = 1 (Mironov 2017, Table II)."""
+    return mp.log(
+        alpha / (2 * alpha - 1) * mp.exp((alpha - 1) / b)
+        + (alpha - 1) / (2 * alpha - 1) * mp.exp(-alpha / b)
+    ) / (alpha - 1)
+
+
+def test_a_zcdp_budget_with_xi_holds_what_lies_under_its_line() -> None:
+    # ZCDP(0.1, 0.5) holds k Laplace(10) while k·D_α ≤ 0.5 + 0.1α at every α (Bun–Steinke 2016
+    # Def 1.1; RDP adds, Mironov 2017 Prop 1). Summing each copy's (ρᵢ = 0.00484, ξᵢ = 0) allowed
+    # 20; the curve allows 34, and 35 cross the line (near α = 12, on the grid below).
+    budget = sdp.ZCDP(0.1, 0.5)
+    item = sdp.Laplace(10.0)
+    with mp.workdps(30):
+        orders = [mp.mpf(a) / 20 for a in range(21, 4000)]
+
+        def worst(k: int) -> mp.mpf:
+            return max(k * _laplace_renyi(mp.mpf(10), a) - mp.mpf("0.1") * a for a in orders)
+
+        assert worst(35) > mp.mpf("0.5")
+        assert worst(34) <= mp.mpf("0.5")
+    assert sdp.max_compositions(item, budget) == 34
+    acct = Accountant(budget)
+    acct.spend(item, 34)
+    assert acct.spent() == 0.1
+    with pytest.raises(sdp.BudgetExceeded):
+        acct.spend(item)
+    # and what calibrate gives for that budget is accepted by it
+    Accountant(budget).spend(sdp.calibrate(sdp.Laplace, budget))

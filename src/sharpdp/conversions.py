@@ -60,6 +60,7 @@ __all__ = [
     "pure_dp_to_zcdp_xi",
     "rdp_to_approx_dp",
     "register",
+    "renyi_under_zcdp_line",
     "routes",
     "zcdp_to_approx_dp",
     "zcdp_to_approx_dp_bs16",
@@ -1119,3 +1120,48 @@ def _guarantee_to_approx_dp_via_zcdp(g: Guarantee, delta: float) -> ApproxDP:
 )
 def _guarantee_to_approx_dp_via_rdp(g: Guarantee, delta: float) -> ApproxDP:
     return rdp_to_approx_dp(guarantee_to_rdp(g), delta)
+
+
+#: Rényi evaluations :func:`renyi_under_zcdp_line` may spend before answering "not shown".
+_LINE_BUDGET = 4000
+
+
+def renyi_under_zcdp_line(g: Guarantee, rho: float, xi: float) -> bool:
+    """Whether D_α(g) ≤ ξ + ρα at every order α > 1, i.e. g is (ξ, ρ)-zCDP [Bun–Steinke 2016,
+    Def 1.1]; ``False`` when it cannot be shown (an unbounded max-divergence D_∞, or the
+    evaluation budget spent).
+
+    D_α is non-decreasing in α [van Erven–Harremoës 2014, Thm 3], so on a cell (a, b] of orders
+    D_α − ρα ≤ D_b − ρa; and D_α ≤ D_∞ ≤ ξ + ρα for α ≥ A = (D_∞ − ξ)/ρ. Cells covering (1, A]
+    whose bound exceeds ξ are split in four until every bound is at most ξ (shown), or an order
+    with D_b − ρb > ξ is found (refuted). Each D_b is a valid upper bound of the curve, so a
+    "shown" is a proof; the comparisons are padded by a relative 1e-12 against its rounding.
+    """
+    d_inf = g.renyi(math.inf)
+    if d_inf <= xi * (1.0 - 1e-12):
+        return True
+    if math.isinf(d_inf) or rho <= 0.0:
+        return False
+    top = min((d_inf - xi) / rho * (1.0 + 1e-12) + 1.0, 1e12)
+    limit = xi * (1.0 - 1e-12)
+    cells = [(1.0, min(2.0, top))]
+    a = 2.0
+    while a < top:
+        cells.append((a, min(2.0 * a, top)))
+        a *= 2.0
+    spent = 0
+    while cells:
+        pending: list[tuple[float, float]] = []
+        for a, b in cells:
+            d_b = g.renyi(b)
+            spent += 1
+            if d_b - rho * b * (1.0 - 1e-12) > xi:  # an order where the line is crossed
+                return False
+            if d_b - rho * a > limit:
+                pending.extend(
+                    (a + (b - a) * i / 4.0, a + (b - a) * (i + 1) / 4.0) for i in range(4)
+                )
+        if spent > _LINE_BUDGET or any(b - a <= 1e-12 * b for a, b in pending):
+            return False
+        cells = pending
+    return True

@@ -75,7 +75,7 @@ from sharpdp.accounting.ledger import (
     Reading,
     account_name,
 )
-from sharpdp.conversions import convert
+from sharpdp.conversions import convert, renyi_under_zcdp_line
 from sharpdp.errors import BudgetExceeded, InvalidParameter, LedgerError, NotImplied, SharpDPError
 from sharpdp.guarantees import RDP, ZCDP, ApproxDP, Guarantee, PureDP
 
@@ -448,8 +448,25 @@ class _ZCDPRule(_Rule):
         if self.rho is None or self.total is None:
             return _Verdict(spent, True, math.inf, (rho, xi))
         fits = rho <= self.rho and xi + rho <= self.total
+        if not fits and self.total > self.rho and self._under_line(history, item, count):
+            # (ξ, ρ)-zCDP by the history's summed Rényi curve, though not by its summed (ρᵢ, ξᵢ):
+            # ρ at the budget's ξ is then at most the budget's, read as all of it
+            return _Verdict(float(self.rho), True, 0.0, (rho, xi))
         room = min(self.rho - rho, self.total - xi - rho)
         return _Verdict(spent, fits, max(0.0, _float_down(room)), (rho, xi))
+
+    def _under_line(self, history: History, item: Guarantee | None, count: int) -> bool:
+        """Whether the history (with ``count`` × ``item``) lies under the budget's line
+        ξ + ρα: RDP adds [Mironov 2017, Prop 1], so Σ cᵢ D_α(itemᵢ) ≤ ξ + ρα at every α makes
+        it (ξ, ρ)-zCDP [Bun–Steinke 2016, Def 1.1]. A budget with ξ > 0 has slack that summed
+        (ρᵢ, ξᵢ) pairs cannot use: Laplace(0.95) fits ZCDP(0.1, 0.5) (calibrate gives it) while
+        its ρᵢ is 0.55."""
+        from sharpdp.accounting.analyses.rdp import RDPSum
+
+        merged = normalise([*history.counts.items(), *([(item, count)] if item else [])])
+        budget = self.budget
+        assert isinstance(budget, ZCDP)
+        return renyi_under_zcdp_line(RDPSum(tuple(merged)), budget.rho, budget.xi)
 
     def describe(self, value: float) -> str:
         return _describe("rho", None, value)

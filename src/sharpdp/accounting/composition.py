@@ -481,4 +481,24 @@ def _max_zcdp_compositions(item: Guarantee, budget: ZCDP) -> int:
     finite = [math.floor(x) for x in limits if x is not None]
     if not finite or min(finite) > 2**40:
         raise NumericalError("more than 2**40 compositions fit: the item is (nearly) free")
-    return min(finite)
+    k = min(finite)
+    if budget.xi > 0.0:
+        # the budget's slack ξ: k copies may lie under ξ + ρα by their summed Rényi curve, as
+        # the accountant also reads it (its _ZCDPRule), though not by their summed (ρᵢ, ξᵢ)
+        from sharpdp.accounting.analyses.rdp import RDPSum
+        from sharpdp.conversions import renyi_under_zcdp_line
+
+        def fits(n: int) -> bool:
+            return renyi_under_zcdp_line(RDPSum(((item, n),)), budget.rho, budget.xi)
+
+        if fits(k + 1):
+            lo, hi = k + 1, 2 * (k + 1)
+            while fits(hi):
+                lo, hi = hi, 2 * hi
+                if hi > 2**40:
+                    raise NumericalError("more than 2**40 compositions fit")
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+            k = lo
+    return k
