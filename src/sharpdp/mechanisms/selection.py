@@ -520,7 +520,9 @@ class TopK(_ScoreSelection):
 
     Each round is an ε-BR selection, composed adaptively: the RDP curve is k times the exact BR curve
     (RDP composition, Mironov 2017 Prop 1), pure DP kε. (DDR20's non-adaptive optimum does not apply
-    to peeling.)
+    to peeling.) Its own ``epsilon``/``delta`` read that curve (a valid bound); ``sdp.compose([t])``,
+    accountants and ``sdp.calibrate`` read the exact adaptive composition of its k rounds, which
+    the accounting layer holds, and is sharper: δ(0.5) = 0.242 against 0.309 for k = 3, ε = 1.
 
     Args:
         k: number of items released (≥ 1).
