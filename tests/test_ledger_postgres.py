@@ -417,3 +417,17 @@ def test_200_concurrent_spends_never_overspend(
     # Each row saw a different history: the readings are exactly 1, 2, ..., 100 times ε, in order.
     assert [spent for _, spent, _ in rows] == [k * EPSILON for k in range(1, FITTING + 1)]
     assert sum(Fraction(EPSILON) * count for count, _, _ in rows) == Fraction(budget)
+
+
+def test_an_account_on_postgres_opens_without_a_budget(url: str) -> None:
+    # a check for a missing ledger *file* took the URL for a path: the account could not be
+    # opened by budget=None, and the message showed the URL's password
+    with sdp.Accountant(sdp.PureDP(1.0), ledger=url, analyst="ana") as first:
+        first.spend(sdp.PureDP(0.25))
+    with sdp.Accountant(None, ledger=url, analyst="ana") as again:
+        assert again.budget == sdp.PureDP(1.0)
+        assert again.spent() == 0.25
+    secret = url.replace("postgresql://postgres@", "postgresql://postgres:s3cret@")
+    with pytest.raises(sdp.LedgerError) as info:
+        sdp.Accountant(None, ledger=secret.rsplit("/", 1)[0] + "/no_such_db", analyst="ana")
+    assert "s3cret" not in str(info.value)

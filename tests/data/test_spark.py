@@ -506,5 +506,5 @@ def test_a_csv_header_that_repeats_a_name_is_refused_on_spark(
     path.write_text("who,a,A\np1,1,2\n")
     with _engine.quiet():
         on_spark = ibis.pyspark.connect(spark)
-    with pytest.raises(sdp.InvalidParameter, match="repeats a column name"):
+    with pytest.raises(sdp.InvalidParameter, match="names two columns 'a' and 'A'"):
         sdp.data.Session(str(path), "who", sdp.PureDP(1.0), engine=on_spark)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from decimal import Decimal
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -179,6 +181,10 @@ def test_selection_privacy_characterisations() -> None:
         ["1", "2"],
         [2**53 + 1, 0],
         np.array([-(2**62), 0]),
+        [2**53 + 1, 2**53, 0.0],  # (numpy makes this list float64, rounding the ints)
+        [Fraction(2**53 + 1), Fraction(0)],
+        [Decimal(2**53 + 1), Decimal(0)],
+        np.array([2**53 + 1, 0], dtype=np.longdouble),
     ],
 )
 def test_bad_scores_raise(bad: object) -> None:

@@ -74,6 +74,7 @@ from sharpdp.accounting.ledger import (
     Measure,
     Reading,
     account_name,
+    is_postgres_url,
 )
 from sharpdp.conversions import convert, renyi_under_zcdp_line
 from sharpdp.errors import BudgetExceeded, InvalidParameter, LedgerError, NotImplied, SharpDPError
@@ -176,6 +177,17 @@ def _spent_epsilon_kept(
     if budget < spent < math.inf and composition.certifies(budget, delta):
         return budget
     return spent
+
+
+def _names_missing_file(ledger: str | os.PathLike[str] | None) -> bool:
+    """Whether ``ledger`` names a ledger file that does not exist (not ``None``, ``":memory:"``
+    or a PostgreSQL URL, which are no files)."""
+    if ledger is None:
+        return False
+    text = os.fspath(ledger)
+    if text == ":memory:" or is_postgres_url(text):
+        return False
+    return not os.path.lexists(text)
 
 
 def _add_up(total: float, term: float) -> float:
@@ -594,7 +606,7 @@ class Accountant:
             self._ledger, self._owns_ledger = ledger, False
         elif ledger is None or isinstance(ledger, str | os.PathLike):
             # Without a budget only an existing account can be opened: never create a file then.
-            if budget is None and ledger is not None and not os.path.lexists(ledger):
+            if budget is None and ledger is not None and _names_missing_file(ledger):
                 raise LedgerError(
                     f"ledger {os.path.abspath(os.fspath(ledger))!r} does not exist: without a "
                     "budget an Accountant only opens an existing ledger (pass budget= to create "

@@ -302,18 +302,24 @@ def calibrate(
 
     if family.more_noise_is_larger:
         # the most noise tried: 2^50 times the sensitivity (a sensitivity of 1e10 needs a scale
-        # of 1e16 for ε = 1e-6, and 2^50 alone refused it)
+        # of 1e16 for ε = 1e-6, and 2^50 alone refused it), within the family's own range
+        # (the discrete samplers' scales stop at 2^52)
         top = min(sys.float_info.max, 2.0**50 * max(1.0, fixed.get("sensitivity", 1.0)))
+        while top > 2.0**50 and not _builds(build, top):
+            top = max(2.0**50, top / 2.0)
         if not ok(top):
             raise _no_member(mechanism, build(top), target, top)
         if level is not None:
             value = least_noise_smooth(lambda n: n)
         else:
             floor = _search_floor(ok)
+            # bracketed by the binary exponent first: a scale of 1e106 (sensitivity 1e100) lies
+            # past the 2^200 that the bisection's own widening reaches
+            lo, hi = _exponent_bracket(ok, floor, 1.0, top) if not ok(floor) else (floor, floor)
             value = _math.smallest_valid(
                 ok,
-                floor,
-                1.0,
+                lo,
+                hi,
                 rtol=1e-12,
                 atol=0.0 if floor < 2.0**-40 else 1e-300,
                 what="calibration",
@@ -350,6 +356,15 @@ def calibrate(
                 break
             value = math.nextafter(value, 0.0)
     return _verified(build(value), target)
+
+
+def _builds(build: Callable[[float], Guarantee], value: float) -> bool:
+    """Whether the family has a member at ``value`` of its searched parameter."""
+    try:
+        build(value)
+    except InvalidParameter:
+        return False
+    return True
 
 
 def _no_member(
@@ -398,18 +413,21 @@ def _search_floor(valid: Callable[[float], bool]) -> float:
     return floor
 
 
-def _exponent_bracket(valid: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
+def _exponent_bracket(
+    valid: Callable[[float], bool], lo: float, hi: float, cap: float = sys.float_info.max
+) -> tuple[float, float]:
     """A bracket [lo, hi] with hi ≤ 2·lo and ``valid(hi)`` (``valid(lo)`` false unless lo is the
-    given one), for a monotone predicate, in O(log log(x*)) evaluations: square hi until valid
-    (x = 1/ε may need to reach 2^1000 for tiny targets), then bisect the binary exponent.
+    given one), for a monotone predicate, in O(log log(x*)) evaluations: square hi (up to
+    ``cap``) until valid (x = 1/ε may need to reach 2^1000 for tiny targets), then bisect the
+    binary exponent.
 
     Raises:
         NumericalError: no float x is valid.
     """
     while not valid(hi):
-        if hi == sys.float_info.max:
+        if hi >= cap:
             raise NumericalError("calibration: no parameter in the float range meets the target")
-        lo, hi = hi, min(max(2.0, hi * hi), sys.float_info.max)
+        lo, hi = hi, min(max(2.0, hi * hi), cap)
     while hi > 2.0 * lo:
         mid = math.sqrt(lo) * math.sqrt(hi)  # the geometric mean, without overflow
         if valid(mid):

@@ -11,10 +11,11 @@ into Python.
 from __future__ import annotations
 
 import contextlib
+import csv
+import gzip
 import importlib
 import itertools
 import os
-import re
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -364,7 +365,7 @@ def read_csv(
     try:
         raw = backend.read_csv(path, table_name=name + "_file", **options)
         _check_split(path, raw.columns)
-        _check_distinct_names(path, raw.columns)
+        _check_distinct_names(backend, path)
         types = {} if schema is None else parse_schema(schema, raw.columns)
         if not duck:  # e.g. Spark, which infers types over the whole file, parsing permissively
             return raw.mutate(**{c: _converted(raw[c], d) for c, d in types.items()})
@@ -411,38 +412,69 @@ def _check_split(path: str, columns: Sequence[str]) -> None:
         )
 
 
-def _check_distinct_names(path: str, columns: Sequence[str]) -> None:
-    """Refuse a CSV whose header repeats a name (in any case) or leaves one blank: the engines
-    rename the repeats (DuckDB ``a``, ``a_1``, ``A_2``; Spark ``a0``, ``A1``) and name the
-    blanks (``column1``, ``_c1``), so an analyst asking for ``a`` would silently get one of them.
-    Every such name ends in digits and does not occur in the file's first 64 KiB."""
-    suspects = [c for c in columns if re.search(r"\d$", c)]
-    if not suspects or not os.path.isfile(path):  # (a glob or a URL: not checked)
+def _check_distinct_names(backend: Any, path: str) -> None:
+    """Refuse a CSV whose header repeats a name (ASCII letters in any case, as the engines match
+    them) or leaves one blank: the engines rename the repeats (DuckDB ``a``, ``a_1``, ``A_2``;
+    Spark ``a0``, ``A1``) and name the blanks (``column1``, ``_c1``), so an analyst asking for
+    ``a`` would silently get one of them. The header is parsed in the dialect DuckDB detected
+    (Spark reads commas), from a gzip-compressed file too; a file whose header cannot be read
+    so (no header row, an unreadable file) is left to the engine."""
+    header = _csv_header(backend, path)
+    if header is None:
         return
-    with open(path, "rb") as file:
-        head = file.read(65536).decode("utf-8", errors="replace")
-    named = [c for c in suspects if c not in head]
-    if len(named) == len(columns):
-        raise InvalidParameter(
-            f"table: {path!r} was read without a header row (the engine named its columns "
-            f"{', '.join(map(repr, columns[:3]))}{', ...' if len(columns) > 3 else ''}): add a "
-            "row of column names"
-        )
-    if named:
-        raise InvalidParameter(
-            f"table: the header of {path!r} repeats a column name or leaves one blank (the "
-            f"engine named it {named[0]!r}; names match regardless of case): give each column "
-            "a distinct name"
-        )
+    seen: dict[str, str] = {}
+    for position, name in enumerate(header):
+        if not name.strip():
+            raise InvalidParameter(
+                f"table: the header of {path!r} leaves column {position + 1} without a name "
+                "(the engine would name it itself): give each column a name"
+            )
+        key = name.translate(_ASCII_LOWER)
+        if key in seen:
+            raise InvalidParameter(
+                f"table: the header of {path!r} names two columns {seen[key]!r} and {name!r} "
+                "(the engines match names regardless of case, and would rename one): give "
+                "each column a distinct name"
+            )
+        seen[key] = name
+
+
+#: ASCII upper case → lower case (the engines' case-insensitive matching of names).
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _csv_header(backend: Any, path: str) -> list[str] | None:
+    """The first record of the CSV at ``path`` in the engine's dialect, or ``None``."""
+    delimiter, quote, has_header = ",", '"', True
+    if str(backend.name) == "duckdb":
+        try:
+            row = backend.con.execute(
+                "SELECT Delimiter, Quote, HasHeader FROM sniff_csv(?)", [path]
+            ).fetchone()
+        except Exception:  # (a glob, a URL...: the engine reads it, unchecked)
+            return None
+        if row is None:
+            return None
+        delimiter, has_header = str(row[0]), bool(row[2])
+        quote = str(row[1]) if len(str(row[1])) == 1 else '"'
+    if not has_header or len(delimiter) != 1 or not os.path.isfile(path):
+        return None
+    opener: Any = gzip.open if path.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as file:
+            return next(csv.reader(file, delimiter=delimiter, quotechar=quote), None)
+    except (OSError, csv.Error, EOFError):
+        return None
 
 
 def _check_frame_names(frame: Any) -> None:
-    """Refuse a frame whose column names are not distinct text regardless of case (the engines
-    match names so, and DuckDB's refusal suggested converting a column's type)."""
+    """Refuse a frame whose column names are not distinct text regardless of ASCII case (the
+    engines match names so, and DuckDB's refusal suggested converting a column's type)."""
     names = frame.column_names if hasattr(frame, "column_names") else list(frame.columns)
     seen: dict[str, object] = {}
     for name in map(str, names):
-        first = seen.get(name.lower())
+        key = name.translate(_ASCII_LOWER)
+        first = seen.get(key)
         if first == name:
             raise InvalidParameter(f"table: the column name {name!r} appears twice: rename one")
         if first is not None:
@@ -450,7 +482,7 @@ def _check_frame_names(frame: Any) -> None:
                 f"table: the columns {first!r} and {name!r} have the same name to the engines, "
                 "which match names regardless of case: rename one"
             )
-        seen[name.lower()] = name
+        seen[key] = name
 
 
 def _words(err: Exception) -> set[str]:

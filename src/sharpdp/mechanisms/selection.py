@@ -55,13 +55,19 @@ def as_scores(scores: object, name: str = "scores") -> FloatArray:
         q = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the float range
         raise InvalidParameter(f"{name} must be a 1-D array of numbers, got {scores!r}") from None
-    if raw.dtype.kind in "iuO":
-        for i in np.flatnonzero(np.abs(q) >= 2.0**53):
-            exact = raw.flat[i]
-            if isinstance(exact, int | np.integer) and abs(int(exact)) > 2**53:
+    big = np.flatnonzero(np.abs(q) >= 2.0**53)
+    if big.size:
+        # Only float64 values are taken as given: any other number (an int, a Fraction, a
+        # Decimal, a long double, also inside a list that numpy made float64) is rounded here
+        items = scores if isinstance(scores, list | tuple) else None
+        for i in big:
+            given = items[i] if items is not None and q.ndim == 1 else raw.flat[i]
+            if type(given) is float or (isinstance(given, np.floating) and given.dtype == q.dtype):
+                continue
+            if abs(given) > 2**53:
                 raise InvalidParameter(
-                    f"{name}[{i}] = {int(exact)}: integer scores must be at most 2**53 in "
-                    "magnitude (past it they round to floats, which can move neighbouring "
+                    f"{name}[{i}] = {given}: scores other than float64 must be at most 2**53 "
+                    "in magnitude (past it they round to floats, which can move neighbouring "
                     "scores apart by more than the sensitivity); subtract a common offset first"
                 )
     if q.ndim != 1:
