@@ -177,7 +177,10 @@ def test_bounded_range_certified_route_vs_alpha_grid(eta: float) -> None:
 @pytest.mark.parametrize("rho", [1e-6, 0.1, 2.5])
 @pytest.mark.parametrize("k", [1, 2, 3, 7, 100])
 def test_zcdp_group(rho: float, k: int) -> None:
-    assert sdp.ZCDP(rho).group(k) == sdp.ZCDP(k**2 * rho)
+    # k²ρ [BS16 Prop 1.9], rounded up from the exact product (never an ulp below it)
+    got = sdp.ZCDP(rho).group(k).rho
+    assert Fraction(got) >= Fraction(rho) * k * k
+    assert got == pytest.approx(k**2 * rho, rel=4e-16)
 
 
 @pytest.mark.parametrize("rho", [1e-6, 1e-3, 0.1, 1.0, 10.0])

@@ -578,7 +578,10 @@ def test_group_approx_dp_vacuous() -> None:
 
 @pytest.mark.parametrize("k", GROUP_KS)
 def test_group_zcdp(k: int) -> None:
-    assert sdp.ZCDP(0.3).group(k) == sdp.ZCDP(k * k * 0.3)
+    # k²ρ, rounded up from the exact product (9 × 0.3 rounds to nearest an ulp below it)
+    got = sdp.ZCDP(0.3).group(k).rho
+    assert Fraction(got) >= Fraction(0.3) * k * k
+    assert got == approx(k * k * 0.3, rel=4e-16)
     h = sdp.ZCDP(0.0, 0.4).group(k)  # pure 0.4-DP
     close(h.delta(0.1), rr_delta(0.4 * k, 0.1))
 
@@ -983,3 +986,40 @@ def test_gaussian_log_delta_at_a_past_the_float_square_root_is_a_number(mu: floa
     for eps in (0.0, 1.0, 1e10):
         assert not math.isnan(gaussian_log_delta(mu, eps))
         assert sdp.GDP(mu).delta(eps) == 1.0
+
+
+def test_pure_and_laplace_epsilon_of_delta_never_below_near_delta_zero() -> None:
+    # ε(δ) = ε0 + log(1 − x) nearly cancels where δ(0) ≈ δ: 4 ulps of the small result were
+    # below the error of ε0's own last bits (PureDP(2).epsilon(0.7616) was 1.8e-15 against an
+    # exact 2.2e-15, and δ(ε(δ)) > δ). Exact: RR's and Laplace's closed forms in 50 digits.
+    from sharpdp import _divergences
+
+    rng = np.random.default_rng(7)
+    with mp.workdps(50):
+        for _ in range(400):
+            e0 = float(10 ** rng.uniform(-3, 1.5))
+            top = -math.expm1(-e0)  # δ(0) of Laplace; RR's is tanh(ε0/2)
+            for d in (top * float(rng.uniform(0.9, 1.0)), math.tanh(e0 / 2) * (1 - 1e-15)):
+                x = mp.mpf(d) * (1 + mp.exp(-mp.mpf(e0)))
+                exact_rr = max(mp.mpf(0), mp.mpf(e0) + mp.log(1 - x)) if x < 1 else 0
+                assert mp.mpf(sdp.PureDP(e0).epsilon(d)) >= exact_rr
+                exact_lap = max(mp.mpf(0), mp.mpf(e0) + 2 * mp.log(1 - mp.mpf(d)))
+                assert mp.mpf(_divergences.laplace_epsilon(e0, d)) >= exact_lap
+    g = sdp.PureDP(2.0)
+    d = 0.7615941559557646
+    assert g.delta(g.epsilon(d)) <= d
+
+
+def test_group_parameters_are_rounded_up() -> None:
+    # k·x rounded to nearest fell an ulp below the exact product about a third of the time
+    from fractions import Fraction
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        x, k = float(rng.uniform(1e-3, 10.0)), int(rng.integers(2, 50))
+        assert Fraction(sdp.PureDP(x).group(k).epsilon_) >= Fraction(x) * k
+        assert Fraction(sdp.GDP(x).group(k).mu) >= Fraction(x) * k
+        assert Fraction(sdp.BoundedRange(x).group(k).eta) >= Fraction(x) * k
+        assert Fraction(sdp.ZCDP(x).group(k).rho) >= Fraction(x) * k * k
+        assert Fraction(sdp.ZCDP(0.0, x).group(k).xi) >= Fraction(x) * k
+        assert Fraction(sdp.RandomizedResponse(x).group(k).epsilon(0.0)) >= Fraction(x) * k

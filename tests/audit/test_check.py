@@ -67,8 +67,9 @@ def test_approximate_claims_compare_profiles() -> None:
     assert r.check(sdp.ApproxDP(0.0, tv * (1 + 1e-12))).ok
     bad = r.check(sdp.ApproxDP(0.0, tv * (1 - 1e-6)))
     assert not bad.ok
-    assert {v.quantity for v in bad.violations} == {"delta"}
-    assert bad.violations[0].argument == 0.0
+    # (the claim's own δ is now tested too: ε(δ) at it is the claim's 0, where δ is too large)
+    assert {v.quantity for v in bad.violations} == {"delta", "epsilon"}
+    assert all(v.argument == 0.0 for v in bad.violations if v.quantity == "delta")
 
 
 def test_worst_case_report_names_the_pair() -> None:

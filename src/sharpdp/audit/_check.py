@@ -10,11 +10,13 @@ profile) passes, and a real violation is never hidden by more than float error.
 
 What is compared, for a claim g (a guarantee or a mechanism):
 
-* Rényi divergences at the orders :data:`ORDERS` (1 = KL, … , ∞ = max-divergence), both orders of
-  the pair: D_α ≤ g.renyi(α);
+* Rényi divergences at the orders :data:`ORDERS` (1 = KL, … , ∞ = max-divergence) and an RDP
+  claim's own orders, both orders of the pair: D_α ≤ g.renyi(α);
 * the privacy profile at ε on a grid (0, the pair's own loss values, which are the breakpoints of
-  its profile, an even grid, and the ε(δ) of the claim at :data:`DELTAS`): δ(ε) ≤ g.delta(ε);
-* the claimed ε(δ) at each δ in :data:`DELTAS`: the measured δ at ε = g.epsilon(δ) must be ≤ δ;
+  its profile, an even grid, the ε(δ) of the claim at :data:`DELTAS`, and the claim's own ε):
+  δ(ε) ≤ g.delta(ε);
+* the claimed ε(δ) at each δ in :data:`DELTAS` and the claim's own δ: the measured δ at
+  ε = g.epsilon(δ) must be ≤ δ;
 * the bounded range η: for a :class:`~sharpdp.BoundedRange` claim its η, otherwise the sharpest
   η that :func:`sharpdp.convert` derives from the claim (skipped when none is implied).
 """
@@ -164,6 +166,13 @@ def _claimed(fn: Callable[[float], float], arg: float) -> float | None:
         return None
 
 
+def _own_values(claim: Guarantee, name: str) -> tuple[float, ...]:
+    """The claim's own parameter ``name`` (a number or a tuple of them), as floats; () if none."""
+    value = getattr(claim, name, None)
+    values = value if isinstance(value, tuple) else (value,)
+    return tuple(float(v) for v in values if isinstance(v, int | float) and not math.isnan(v))
+
+
 def check_claim(
     measured: Measured, claim: object, *, rtol: float = RTOL, atol: float = ATOL
 ) -> CheckResult:
@@ -178,7 +187,13 @@ def check_claim(
     def exceeds(m: float, c: float) -> bool:
         return m > c + atol + rtol * abs(c)
 
-    for alpha in ORDERS:
+    # the claim's own points join the fixed grids: an RDP claim's listed orders, an (ε, δ)
+    # claim's ε and δ (a claim between the grids' points was never tested there: ApproxDP(1, 0.015)
+    # passed for a pair with δ(1) = 0.02, and RDP((5,), (0.9125,)) for one with D_5 = 0.9217)
+    own_orders = _own_values(claim, "orders")
+    own_epsilons = _own_values(claim, "epsilon_")
+    own_deltas = _own_values(claim, "delta_")
+    for alpha in sorted({*ORDERS, *(a for a in own_orders if a >= 1.0)}):
         c = _claimed(claim.renyi, alpha)
         if c is None or math.isinf(c):
             continue
@@ -210,7 +225,7 @@ def check_claim(
             )
 
     claimed_eps: list[tuple[float, float]] = []
-    for d in DELTAS:
+    for d in sorted({*DELTAS, *(d for d in own_deltas if 0.0 <= d < 1.0)}):
         e = _claimed(claim.epsilon, d)
         if e is None or math.isinf(e):
             continue
@@ -221,6 +236,7 @@ def check_claim(
             violations.append(Violation("epsilon", d, m, d, e, measured.where("delta", e)))
 
     grid = set(measured.epsilon_grid()) | {e for _, e in claimed_eps}
+    grid |= {e for e in own_epsilons if 0.0 <= e < math.inf}
     top = max((g for g in grid if math.isfinite(g)), default=1.0)
     grid |= {float(v) for v in np.linspace(0.0, top, 33)}
     for eps in sorted(grid):

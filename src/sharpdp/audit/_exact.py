@@ -35,7 +35,7 @@ from sharpdp import _math, _validate
 from sharpdp.audit._check import ATOL, RTOL, CheckResult, check_claim
 from sharpdp.audit._laws import FiniteLaw, Law, ShiftLaw, lookup
 from sharpdp.audit._pairs import Pair, make_pair
-from sharpdp.errors import InvalidParameter
+from sharpdp.errors import InvalidParameter, NumericalError
 from sharpdp.guarantees import Guarantee
 
 __all__ = [
@@ -107,9 +107,15 @@ class _ReportBase(Guarantee):
             return math.inf
         top = self.max_divergence()
         hi = top if math.isfinite(top) else max(self.epsilon_grid(), default=1.0) + 1.0
-        return _math.smallest_valid(
-            lambda e: self._delta(e) <= delta, 0.0, hi, what="audit epsilon(delta)"
-        )
+        try:
+            return _math.smallest_valid(
+                lambda e: self._delta(e) <= delta, 0.0, hi, what="audit epsilon(delta)"
+            )
+        except NumericalError:
+            # δ(ε) > δ at every ε tried (to 2^200 past the losses): a law whose unbounded tail is
+            # summed as a bound (the discrete Gaussian's) has no ε there, as the mechanism's own
+            # epsilon(0) = inf says (this raised)
+            return math.inf
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -414,15 +414,21 @@ def _score_neighbours(mechanism: Any, x: object, x_prime: object) -> bool:
     if not np.array_equal(np.isneginf(q), np.isneginf(qp)):
         return False
     live = np.isfinite(q)
-    with np.errstate(over="ignore"):  # a difference or bound beyond 1.8e308 is inf: compared as such
+    sens = float(mechanism.sensitivity)
+    with np.errstate(over="ignore"):  # a difference beyond 1.8e308 is inf: compared as such
         diff = qp[live] - q[live]
-        # A few ulps of the scores' magnitude for the rounding of the difference itself.
-        slack = 4.0 * np.spacing(np.maximum(np.abs(q[live]), np.abs(qp[live])))
-        sens = float(mechanism.sensitivity)
-        if not bool(np.all(np.abs(diff) <= sens + slack)):
+    # Compared in rationals where the float difference comes near Δ, with a slack of 2⁻⁵⁰ of Δ
+    # (1.1 − 0.1 exceeds 1 by 8e-17; the excess divergence is far inside the check's rtol). A
+    # slack of 4 ulps of the scores' magnitude took scores 3 apart at 2⁵² for neighbours at
+    # Δ = 1, and the audit then reported a violation of a correct mechanism.
+    near = np.flatnonzero(~(np.abs(diff) < sens * (1.0 - 2.0**-50)))
+    q_live, qp_live = q[live], qp[live]
+    allowed = Fraction(sens) * (1 + Fraction(1, 2**50))
+    for i in near:
+        if abs(Fraction(float(qp_live[i])) - Fraction(float(q_live[i]))) > allowed:
             return False
-    if mechanism.monotonic:
-        return bool(np.all(diff >= -slack) or np.all(diff <= slack))
+    if mechanism.monotonic:  # (the sign of a float difference is exact)
+        return bool(np.all(diff >= 0.0) or np.all(diff <= 0.0))
     return True
 
 
@@ -530,6 +536,11 @@ def _register_randomized_response() -> None:
         # true category: 1/(1 + (k−1)e^{−ε}); any other: e^{−ε} times that (the definition).
         v = _category(mechanism, "x", x)
         k, eps = mechanism.categories, mechanism.epsilon_
+        if k > MAX_OUTCOMES:  # (2^40 categories asked for 8 TiB)
+            raise InvalidParameter(
+                f"randomized response over {k} categories has {k} outcomes; the exact audit "
+                f"enumerates at most {MAX_OUTCOMES}"
+            )
         log_top = -math.log1p((k - 1) * math.exp(-eps))
         lp = np.full(k, log_top - eps)
         lp[v] = log_top

@@ -76,7 +76,16 @@ def clopper_pearson(k: npt.ArrayLike, n: int, level: float) -> tuple[FloatArray,
         near 1 (1 if k = n). Both are widened by 1e-9 relative (of p, resp. of 1 − p) against
         the rounding of ``scipy.stats.beta.ppf``, and the upper bound is rounded up.
     """
-    kk = np.asarray(k, dtype=np.float64)
+    n = _validate.integer("n", n, minimum=1)
+    level = _validate.real("level", level)
+    if not 0.0 < level < 1.0:
+        raise InvalidParameter(f"level must be in (0, 1), got {level!r}")
+    try:
+        kk = np.asarray(k, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidParameter(f"k must be integers in [0, n], got {k!r}") from None
+    if not bool(np.all((kk >= 0) & (kk <= n) & (kk == np.floor(kk)))):
+        raise InvalidParameter(f"k must be integers in [0, n={n}], got {k!r}")
     lower = _cp_lower(kk, n, level)
     upper = np.nextafter(1.0 - _cp_lower(n - kk, n, level), 2.0)
     return lower, np.minimum(1.0, upper)

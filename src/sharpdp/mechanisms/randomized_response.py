@@ -51,7 +51,8 @@ class RandomizedResponse(Mechanism):
         )
 
     def _group(self, k: int) -> PureDP:
-        return PureDP(k * self.epsilon_)  # ε-DP ⇒ kε-DP for groups of k (Dwork–Roth 2014, Thm 2.2)
+        # ε-DP ⇒ kε-DP for groups of k (Dwork–Roth 2014, Thm 2.2), kε rounded up
+        return PureDP(self.epsilon_).group(k)  # type: ignore[return-value]
 
     def probabilities(self, value: int) -> list[float]:
         """The exact output law on true category ``value`` ∈ {0, …, k−1}: 1/(1 + (k − 1)e^{−ε})
