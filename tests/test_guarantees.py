@@ -1023,3 +1023,19 @@ def test_group_parameters_are_rounded_up() -> None:
         assert Fraction(sdp.ZCDP(x).group(k).rho) >= Fraction(x) * k * k
         assert Fraction(sdp.ZCDP(0.0, x).group(k).xi) >= Fraction(x) * k
         assert Fraction(sdp.RandomizedResponse(x).group(k).epsilon(0.0)) >= Fraction(x) * k
+
+
+def test_zero_rho_zcdp_is_pure_dp_in_compositions() -> None:
+    # (ξ, 0)-zCDP is ξ-DP (Bun–Steinke 2016 Def 1.1 at α = ∞): its sharp Rényi curve is
+    # randomized response's (Steinke 2024 Thm 4), not the flat ξ, which made compositions
+    # 2× looser than the same PureDP items; and (ξ, 0, δ)-approximate zCDP is (ξ, δ)-DP
+    for alpha in (1.0, 1.5, 2.0, 10.0, math.inf):
+        assert sdp.ZCDP(0.0, 0.7).renyi(alpha) == sdp.PureDP(0.7).renyi(alpha)
+    as_zcdp = sdp.compose([(sdp.ZCDP(0.0, 0.1), 100), sdp.Gaussian(5.0)]).epsilon(1e-6)
+    as_pure = sdp.compose([(sdp.PureDP(0.1), 100), sdp.Gaussian(5.0)]).epsilon(1e-6)
+    assert as_pure <= as_zcdp <= 1.1 * as_pure  # (10.90 before)
+    approx = sdp.compose([(sdp.ApproxZCDP(0.0, 1e-9, 0.1), 100)]).epsilon(1e-6)
+    assert approx == sdp.compose([(sdp.ApproxDP(0.1, 1e-9), 100)]).epsilon(1e-6)
+    assert sdp.convert(sdp.ApproxZCDP(0.1, 0.0, 0.2), sdp.ZCDP) == sdp.ZCDP(0.1, 0.2)
+    with pytest.raises(sdp.NotImplied):
+        sdp.convert(sdp.ApproxZCDP(0.1, 1e-6), sdp.ZCDP)

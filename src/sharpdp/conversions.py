@@ -41,6 +41,7 @@ __all__ = [
     "RouteRow",
     "approx_dp_to_approx_zcdp",
     "approx_routes",
+    "approx_zcdp_to_zcdp",
     "bounded_range_to_pure_dp",
     "bounded_range_to_rdp",
     "bounded_range_to_zcdp",
@@ -496,7 +497,7 @@ def pure_dp_to_gdp(g: Guarantee) -> GDP:
         return GDP(mu * (1.0 + 2.0**-44))
     # Φ^{-1}(e^ε/(1+e^ε)) = −Φ^{-1}(1/(1+e^ε)); the latter is accurate for large ε.
     mu = -2.0 * _math.ndtri(1.0 / (1.0 + math.exp(eps))) if eps < 700 else math.inf
-    return GDP(mu * (1.0 + 4 * 2.0**-52))
+    return GDP(mu * (1.0 + 2.0**-44))  # (the same pad as below 1: μ stays monotone in ε)
 
 
 #: Most grid points of :func:`profile_to_gdp` (each costs one evaluation of the source's profile).
@@ -1035,6 +1036,21 @@ def approx_dp_to_approx_zcdp(g: ApproxDP) -> ApproxZCDP:
     """(ε, δ)-DP ⇒ δ-approximate (ξ = ε, ρ = 0)-zCDP [BS16 Prop 1.13]. Loses nothing: the
     resulting profile δ + (1 − δ)·δ_RR(ε) is exactly the tight (ε, δ)-DP profile."""
     return ApproxZCDP(0.0, g.delta_, g.epsilon_)
+
+
+@register(
+    ApproxZCDP,
+    ZCDP,
+    name="bs16-def1.12",
+    theorem="Bun–Steinke 2016 Def 1.12: 0-approximate (ξ, ρ)-zCDP is (ξ, ρ)-zCDP",
+    tight=True,
+)
+def approx_zcdp_to_zcdp(g: ApproxZCDP) -> ZCDP:
+    """δ = 0: the guarantee itself, as zCDP (δ > 0 implies no zCDP guarantee: the δ part's
+    divergence may be infinite)."""
+    if g.delta_ > 0.0:
+        raise NotImplied(f"{g!r} has δ > 0: no zCDP guarantee follows (its δ part is unbounded)")
+    return ZCDP(g.rho, g.xi)
 
 
 @register(Guarantee, ApproxZCDP, name="zcdp", theorem="a ZCDP guarantee is 0-approximate zCDP")

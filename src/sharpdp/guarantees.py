@@ -425,9 +425,17 @@ class ZCDP(Guarantee):
         return None if math.isinf(self.rho) else (Fraction(self.rho), Fraction(self.xi))
 
     def _renyi(self, alpha: float) -> float:
+        if self.rho == 0.0 and self.xi >= 0.0:
+            # (ξ, 0)-zCDP is D_∞ ≤ ξ, i.e. ξ-DP [Bun–Steinke 2016, Def 1.1], whose sharp Rényi
+            # curve is binary randomized response's [Steinke 2024, Thm 4] (≤ ξ; the flat ξ made
+            # 100 such items compose 2× looser than 100 PureDP(ξ))
+            return _divergences.rr_renyi(self.xi, alpha)
         if alpha == math.inf or math.isinf(self.rho):
             return self.xi if self.rho == 0.0 else math.inf
         return self.xi + self.rho * alpha
+
+    def _randomized_response(self) -> tuple[float, int] | None:
+        return (self.xi, 2) if self.rho == 0.0 and self.xi >= 0.0 else None
 
     def _delta(self, epsilon: float) -> float:
         return _tails.zcdp_delta(self.rho, self.xi, epsilon)

@@ -70,3 +70,27 @@ def test_exact_randomized_response_over_too_many_categories_is_refused() -> None
 def test_clopper_pearson_refuses_bad_input(args: tuple[object, int, float], name: str) -> None:
     with pytest.raises(sdp.InvalidParameter, match=name):  # (NaN bounds before)
         sdp.audit.clopper_pearson(*args)  # type: ignore[arg-type]
+
+
+def test_local_helpers_refuse_what_is_not_reports() -> None:
+    # (TypeError: 'NoneType' object is not iterable; AttributeError: 'list' has no 'categories')
+    with pytest.raises(sdp.InvalidParameter, match="reports"):
+        sdp.local.combine(None)  # type: ignore[arg-type]
+    with pytest.raises(sdp.InvalidParameter, match="reports"):
+        sdp.local.support_counts([0, 1])  # type: ignore[arg-type]
+
+
+def test_sample_names_outputs_it_cannot_count() -> None:
+    import numpy as np
+
+    def grids(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        return np.zeros((n, 2, 2), dtype=int) + x  # 3-D: rows are lists (TypeError before)
+
+    with pytest.raises(sdp.InvalidParameter, match="hashable"):
+        sdp.audit.sample(grids, 0, 1, 1000, rng=0)
+
+    def infinite(x: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        return np.full(n, np.inf)  # (bins with NaN edges and a RuntimeWarning before)
+
+    with pytest.raises(sdp.InvalidParameter, match="finite"):
+        sdp.audit.sample(infinite, 0, 1, 100, bins=3, rng=0)

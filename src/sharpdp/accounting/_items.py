@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 from sharpdp import _validate
 from sharpdp.errors import InvalidParameter, NotImplied
-from sharpdp.guarantees import GDP, ApproxDP, BoundedRange, Guarantee
+from sharpdp.guarantees import GDP, ApproxDP, ApproxZCDP, BoundedRange, Guarantee
 from sharpdp.mechanisms.base import Mechanism
 
 if TYPE_CHECKING:
@@ -107,6 +107,8 @@ def approx_pair(g: Guarantee) -> tuple[float, float]:
     """(ε0, δ0) with g (ε0, δ0)-DP, from its exact characterisation (ε0 = D_∞ or ApproxDP)."""
     if isinstance(g, ApproxDP):
         return g.epsilon_, g.delta_
+    if isinstance(g, ApproxZCDP) and g.rho == 0.0 and g.xi >= 0.0:
+        return g.xi, g.delta_  # (ξ, 0, δ)-approximate zCDP is (ξ, δ)-DP (its own delta(ξ) = δ)
     eps = g.renyi(math.inf)
     if math.isinf(eps):
         raise NotImplied(f"{g!r} is not (ε, δ0)-DP with a known δ0")

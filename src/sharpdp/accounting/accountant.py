@@ -783,8 +783,17 @@ class Accountant:
         return compose(list(self._history().counts.items()), adaptive=True)
 
     def epsilon(self, delta: float) -> float:
-        """ε spent so far at ``delta``: ``composition().epsilon_bound(delta)`` (an upper bound)."""
-        return self.composition().epsilon_bound(delta)
+        """ε spent so far at ``delta``: ``composition().epsilon_bound(delta)`` (an upper bound),
+        or the budget's ε where that reads above it but δ(budget ε) ≤ ``delta`` is certified
+        (as :meth:`spent` reads it: ε(δ) read by inversion can land ulps above the ε at which
+        δ was certified, and an accepted history then read over its budget)."""
+        composition = self.composition()
+        value = composition.epsilon_bound(delta)
+        budget = self.budget
+        cap = budget.epsilon_ if isinstance(budget, ApproxDP | PureDP) else math.inf
+        if cap < value < math.inf and composition.certifies(cap, delta):
+            return cap
+        return value
 
     def delta(self, epsilon: float) -> float:
         """δ spent so far at ``epsilon``: ``composition().delta_bound(epsilon)`` (an upper

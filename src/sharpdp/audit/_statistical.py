@@ -323,7 +323,13 @@ def _discrete_cells(halves: list[npt.NDArray[Any]]) -> _Cells:
         for h in halves:
             for v in h.tolist():
                 key = tuple(v) if isinstance(v, list) else v
-                flat.append(index.setdefault(key, len(index)))
+                try:
+                    flat.append(index.setdefault(key, len(index)))
+                except TypeError:  # (a 3-D array's rows, dicts: "unhashable type")
+                    raise InvalidParameter(
+                        "the sampler's outputs must be hashable values or 1-D rows (tuples), "
+                        f"got {type(key).__name__} {key!r:.80}"
+                    ) from None
         inverse = np.asarray(flat, dtype=np.int64)
         label_list = list(index)
     ids = np.split(inverse.astype(np.int64), np.cumsum(sizes)[:-1])
@@ -356,8 +362,8 @@ def _bin_cells(halves: list[npt.NDArray[Any]], bins: object) -> _Cells:
             v = np.asarray(h, dtype=np.float64)
         except (TypeError, ValueError):
             raise InvalidParameter("bins= needs real-valued outputs") from None
-        if v.ndim != 1 or np.isnan(v).any():
-            raise InvalidParameter("bins= needs a 1-D array of real outputs without NaN")
+        if v.ndim != 1 or not np.isfinite(v).all():  # (±inf gave bins with NaN edges)
+            raise InvalidParameter("bins= needs a 1-D array of finite real outputs (no NaN, ±inf)")
         values.append(v)
     if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
         k = _validate.integer("bins", bins, minimum=2)

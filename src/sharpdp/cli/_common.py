@@ -235,7 +235,9 @@ def parse_item(text: str, option: str, kinds: Iterable[str] | None = None) -> sd
 
 
 #: Words that parse as numbers (not flags): ``inf`` and ``nan`` reach the constructors' checks.
-_NUMBER_WORDS = frozenset({"inf", "infinity", "nan", "-inf", "+inf"})
+_NUMBER_WORDS = frozenset(
+    sign + word for sign in ("", "+", "-") for word in ("inf", "infinity", "nan")
+)
 
 
 def _example(name: str, kind: ItemKind) -> str:

@@ -515,9 +515,9 @@ def _run(
         if session_options["budget"] is not None or recorded is not None:
             raise
         # the analyst never chose this budget: say where it came from and how to change it
+        keep = "" if ledger is not None else ", and --ledger to keep it"
         raise sdp.BudgetExceeded(
-            f"{err} (the default budget --budget {DEFAULT_BUDGET}: pass --budget for another, "
-            "and --ledger to keep it)"
+            f"{err} (the default budget --budget {DEFAULT_BUDGET}: pass --budget for another{keep})"
         ) from err
     frame = result.to_pandas(level=level)
     spent = (

@@ -122,7 +122,12 @@ def combine(reports: Iterable[Reports]) -> Reports:
     Raises:
         InvalidParameter: for an empty iterable or batches that differ in scheme, ε or k.
     """
-    batches = list(reports)
+    try:
+        batches = list(reports)
+    except TypeError:  # (None, a number: "'NoneType' object is not iterable")
+        raise InvalidParameter(
+            f"reports must be a non-empty iterable of Reports, got {reports!r}"
+        ) from None
     if not batches or not all(isinstance(b, Reports) for b in batches):
         raise InvalidParameter("reports must be a non-empty iterable of Reports")
     first = batches[0]

@@ -23,6 +23,8 @@ def support_counts(reports: Reports) -> npt.NDArray[np.int64]:
     C_j = {y : H_K(j + 1, y) = +1}, all k at once from the histogram h of y by one Walsh–Hadamard
     transform: C_j = (n + (H_K h)_{j+1})/2, in O(K log K).
     """
+    if not isinstance(reports, Reports):  # (a list raised AttributeError)
+        raise InvalidParameter(f"reports must be Reports (from a Randomizer), got {reports!r}")
     k, data = reports.categories, reports.data
     if reports.scheme == "rr":
         return np.bincount(data, minlength=k).astype(np.int64)
