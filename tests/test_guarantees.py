@@ -1039,3 +1039,35 @@ def test_zero_rho_zcdp_is_pure_dp_in_compositions() -> None:
     assert sdp.convert(sdp.ApproxZCDP(0.1, 0.0, 0.2), sdp.ZCDP) == sdp.ZCDP(0.1, 0.2)
     with pytest.raises(sdp.NotImplied):
         sdp.convert(sdp.ApproxZCDP(0.1, 1e-6), sdp.ZCDP)
+
+
+def test_group_of_zcdp_with_xi() -> None:
+    # (ξ, ρ)-zCDP with ξ > 0 is (ρ + ξ)-zCDP (ξ + ρα ≤ (ξ + ρ)α for α ≥ 1), whose group of k is
+    # k²(ρ + ξ)-zCDP (Bun–Steinke 2016 Prop 1.9); with ξ < 0 it is ρ-zCDP (it raised before)
+    from fractions import Fraction
+
+    got = sdp.ZCDP(0.1, 0.2).group(3)
+    assert got.xi == 0.0
+    assert Fraction(got.rho) >= (Fraction(0.1) + Fraction(0.2)) * 9
+    assert got.rho == pytest.approx(2.7, rel=1e-15)
+    assert sdp.ZCDP(0.5, -0.1).group(3).rho == pytest.approx(4.5, rel=1e-15)
+
+
+def test_rdp_from_a_formula_with_limits_and_overflow() -> None:
+    # Mironov's Laplace formula: 1/(α − 1) at α = 1, NaN at α = ∞, OverflowError past α ≈ 700.
+    # Those orders now read as "no bound" (∞, always valid); epsilon() raised before.
+    def laplace(alpha: float, b: float = 1.0) -> float:
+        lam = alpha - 1
+        inner = alpha / (2 * alpha - 1) * math.exp(lam / b) + lam / (2 * alpha - 1) * math.exp(
+            -alpha / b
+        )
+        return math.log(inner) / lam
+
+    g = sdp.RDP.from_function(laplace)
+    assert g.renyi(1.0) == math.inf
+    assert g.renyi(math.inf) == math.inf
+    assert g.renyi(2.0) == pytest.approx(float(laplace_renyi_quad(1.0, 2.0)), rel=1e-12)
+    assert sdp.Laplace(1.0).epsilon(1e-5) <= g.epsilon(1e-5) < 1.1
+    assert sdp.RDP.from_function(lambda a: np.float32(0.1 * a)).epsilon(1e-5) > 0  # (refused)
+    with pytest.raises(sdp.InvalidParameter, match="raised KeyError"):
+        sdp.RDP.from_function(lambda a: {}[a]).renyi(2.0)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -31,7 +32,6 @@ from sharpdp import _divergences, _math, _tails, _validate
 from sharpdp._format import html_table
 from sharpdp.errors import (
     InvalidParameter,
-    NoExplicitBound,
     NotImplied,
     NumericalError,
     SharpDPError,
@@ -446,9 +446,12 @@ class ZCDP(Guarantee):
     def _group(self, k: int) -> ZCDP:
         if self.xi == 0.0:
             return ZCDP(_times(self.rho, k * k))  # BS16 Prop 1.9 (tight for the Gaussian mechanism)
-        if self.rho == 0.0:
+        if self.rho == 0.0 and self.xi > 0.0:
             return ZCDP(0.0, _times(self.xi, k))  # pure ξ-DP (BS16 Lemma 3.2), and pure DP's group
-        raise NoExplicitBound("group privacy of (ξ, ρ)-zCDP with ξ, ρ > 0 is not implemented")
+        # D_α ≤ ξ + ρα ≤ max(ξ, 0)·α + ρα for α ≥ 1: (ρ + max(ξ, 0))-zCDP, whose group of k is
+        # k²(ρ + max(ξ, 0))-zCDP [BS16 Prop 1.9] (valid; a sharper bound keeping ξ apart exists)
+        rho = Fraction(self.rho) + max(Fraction(self.xi), Fraction(0))
+        return ZCDP(_math.float_up(rho * k * k))
 
 
 @dataclass(frozen=True, slots=True)
@@ -649,10 +652,25 @@ class RDP(Guarantee):
 
     def _renyi(self, alpha: float) -> float:
         if self.function is not None:
-            value = self.function(alpha)
+            limit = alpha == 1.0 or alpha == math.inf
+            try:
+                value = self.function(alpha)
+            except SharpDPError:
+                raise
+            except Exception as err:
+                # a formula with 1/(α − 1) at α = 1, or e^{(α−1)·} past the float range: no bound
+                # there (∞ is always a valid one); any other error is the function's
+                if limit or isinstance(err, ArithmeticError):
+                    return math.inf
+                raise InvalidParameter(
+                    f"the RDP function raised {type(err).__name__} at alpha={alpha!r}: {err}"
+                ) from err
+            real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            if limit and real and math.isnan(value):  # (Mironov's Laplace formula at α = ∞)
+                return math.inf
             if (
                 isinstance(value, bool)
-                or not isinstance(value, int | float)
+                or not isinstance(value, numbers.Real)
                 or math.isnan(value)
                 or value < 0
             ):
