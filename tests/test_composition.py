@@ -442,3 +442,19 @@ def test_delta_of_two_near_noiseless_laplace_mechanisms(epsilon0: float, epsilon
     exact = float(two_laplace_delta(epsilon0, epsilon))
     got = compose([(sdp.Laplace(1.0 / epsilon0), 2)]).delta(epsilon)
     assert exact <= got <= exact * (1.0 + 1e-4) + 1e-15
+
+
+def test_a_curve_finite_only_below_order_two_still_composes() -> None:
+    # RDP([1.5], [0.01]) bounds D_α for α ≤ 1.5 only; the RDP analyses checked α = 2 and
+    # declined, so composing it with a Laplace gave δ(5) = 1. Reference: Mironov 2017 Prop 1
+    # (RDP adds) and Prop 3 at α = 1.5 alone: δ ≤ exp((α − 1)(D_α − ε)), D_α = 0.01 + D_1.5(Lap 1)
+    curve = sdp.RDP([1.5], [0.01])
+    with mpmath.workdps(30):
+        a = mpmath.mpf(1.5)
+        lap = mpmath.log(
+            a / (2 * a - 1) * mpmath.e ** (a - 1) + (a - 1) / (2 * a - 1) * mpmath.e ** (-a)
+        ) / (a - 1)
+        mironov = float(mpmath.e ** ((a - 1) * (mpmath.mpf("0.01") + lap - 5)))
+    got = compose([curve, sdp.Laplace(1.0)]).delta(5.0)
+    assert got < 1.0
+    assert got <= mironov

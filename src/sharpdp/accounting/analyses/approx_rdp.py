@@ -32,7 +32,7 @@ from typing import ClassVar
 
 from sharpdp import _math
 from sharpdp.accounting._items import Items, normalise
-from sharpdp.accounting.analyses.rdp import RDPSum
+from sharpdp.accounting.analyses.rdp import _LOWEST_ORDER, RDPSum
 from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied
 from sharpdp.guarantees import ZCDP, ApproxDP, ApproxZCDP, Guarantee, PureDP
@@ -97,7 +97,7 @@ def _approx_rdp(items: Items, adaptive: bool) -> Guarantee:
     if not any_delta:
         raise NotImplied("no item has a δ part (the rdp analysis covers this case)")
     curve = RDPSum(normalise(parts))
-    if curve.renyi(2.0) == math.inf:
+    if curve.renyi(_LOWEST_ORDER) == math.inf:
         raise NotImplied("an item has no Rényi curve beyond its δ part")
     # δ_tot = −expm1(Σ c log1p(−δ_i)): the sum and the logs err by a few ulps; move the sum down
     # (a smaller sum is a larger δ_tot) and round the result up
