@@ -386,7 +386,25 @@ def test_zcdp_delta_between_gaussian_and_cks20(rho: float, eps: float) -> None:
 @pytest.mark.parametrize(("rho", "xi"), [(0.1, 0.0), (0.5, 0.3), (0.2, -0.1), (0.0, 1.5)])
 @pytest.mark.parametrize("alpha", [1.0, 1.5, 7.0, 1e3])
 def test_zcdp_renyi_is_the_definition(rho: float, xi: float, alpha: float) -> None:
-    close(sdp.ZCDP(rho, xi).renyi(alpha), max(0.0, xi + rho * alpha), rel=1e-15)
+    got = sdp.ZCDP(rho, xi).renyi(alpha)
+    if rho == 0.0:
+        # (ξ, 0)-zCDP is ξ-DP: randomized response's curve [Steinke 2024 Thm 4], below ξ
+        assert got <= xi
+        close(got, float(rr_renyi_exact(xi, alpha)), rel=1e-12)
+        return
+    close(got, max(0.0, xi + rho * alpha), rel=1e-15)
+
+
+def rr_renyi_exact(eps: float, alpha: float) -> mp.mpf:
+    """D_α of binary randomized response ε (p = e^ε/(1 + e^ε) against 1 − p), 50 digits."""
+    with mp.workdps(50):
+        e = mp.mpf(eps)
+        p = mp.e**e / (1 + mp.e**e)
+        q = 1 - p
+        if alpha == 1.0:
+            return p * mp.log(p / q) + q * mp.log(q / p)
+        a = mp.mpf(alpha)
+        return mp.log(p**a * q ** (1 - a) + q**a * p ** (1 - a)) / (a - 1)
 
 
 def test_zcdp_max_divergence() -> None:

@@ -13,6 +13,7 @@ from sharpdp.accounting._items import (
     Items,
     approx_pair,
     bounded_range,
+    is_gaussian,
 )
 from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied
@@ -62,6 +63,8 @@ def _single(items: Items, adaptive: bool) -> Guarantee:
     if len(items) != 1 or items[0][1] != 1:
         raise NotImplied("more than one release: a composition theorem is needed")
     own = _own_profile(items[0][0])
+    if own is None and is_gaussian(items[0][0]):
+        raise NotImplied("a lone Gaussian is read exactly by the gdp analysis")
     # any other lone item is still its own composition: its ε(δ) competes with the analyses'
     # (a lone ZCDP(1e-13) read 8.3e-6 at δ = 1e-10 through the RDP search, 1.6e-6 by itself)
     return items[0][0] if own is None else own
