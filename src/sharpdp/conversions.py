@@ -1148,7 +1148,7 @@ def renyi_under_zcdp_line(g: Guarantee, rho: float, xi: float) -> bool:
     evaluation budget spent).
 
     D_α is non-decreasing in α [van Erven–Harremoës 2014, Thm 3], so on a cell (a, b] of orders
-    D_α − ρα ≤ D_b − ρa; and D_α ≤ D_∞ ≤ ξ + ρα for α ≥ A = (D_∞ − ξ)/ρ. Cells covering (1, A]
+    D_α − ρα ≤ D_b − ρa; and D_α ≤ D_∞ ≤ ξ + ρα for α ≥ A = (D_∞ − ξ)/ρ. Cells covering all of (1, A]
     whose bound exceeds ξ are split in four until every bound is at most ξ (shown), or an order
     with D_b − ρb > ξ is found (refuted). Each D_b is a valid upper bound of the curve, so a
     "shown" is a proof; the comparisons are padded by a relative 1e-12 against its rounding.
@@ -1158,7 +1158,11 @@ def renyi_under_zcdp_line(g: Guarantee, rho: float, xi: float) -> bool:
         return True
     if math.isinf(d_inf) or rho <= 0.0:
         return False
-    top = min((d_inf - xi) / rho * (1.0 + 1e-12) + 1.0, 1e12)
+    # every order up to A is covered by cells (doubling: ~log₂ A of them; a cap at 1e12 left
+    # (1e12, A] unchecked, and a curve crossing the line there was accepted)
+    top = (d_inf - xi) / rho * (1.0 + 1e-12) + 1.0
+    if not math.isfinite(top):
+        return False
     limit = xi * (1.0 - 1e-12)
     cells = [(1.0, min(2.0, top))]
     a = 2.0

@@ -666,6 +666,11 @@ class RDP(Guarantee):
                     f"the RDP function raised {type(err).__name__} at alpha={alpha!r}: {err}"
                 ) from err
             real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            if real:
+                try:
+                    value = float(value)
+                except OverflowError:  # (an int past the float range: no finite bound)
+                    return math.inf
             if limit and real and math.isnan(value):  # (Mironov's Laplace formula at α = ∞)
                 return math.inf
             if (

@@ -202,6 +202,10 @@ def test_a_csv_read_as_one_column_is_named(tmp_path: Path) -> None:
         # the engine's name for the repeat also appears in the data: still refused
         ("who,a,a\np1,2,a_1\n", "names two columns 'a' and 'a'"),
         ("who,,b\ncolumn1,2,3\n", "leaves column 2 without a name"),
+        # as DuckDB reads names: a byte-order mark and surrounding spaces dropped
+        ("\ufeffwho,who\np1,2\n", "names two columns 'who' and 'who'"),
+        ("who,a, a\np1,1,2\n", "names two columns 'a' and 'a'"),
+        ('who,a,"a "\np1,1,2\n', "names two columns 'a' and 'a'"),
     ],
 )
 def test_a_header_that_repeats_or_leaves_out_a_name_is_refused(

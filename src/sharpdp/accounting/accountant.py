@@ -816,7 +816,9 @@ class Accountant:
         this may still fit — :meth:`would_fit` gives the definite answer for a given spend. For
         ``ZCDP(ρ, ξ)`` budgets: the largest ρ′ such that one more ρ′-zCDP spend fits,
         min(ρ − Σρᵢ, ξ + ρ − Σξᵢ − Σρᵢ), rounded down. 0 when the history is over the budget
-        (:meth:`summary` says so).
+        (:meth:`summary` says so). With ξ > 0 a history past Σρᵢ ≤ ρ may still fit by its summed
+        Rényi curve (under ξ + ρα): it reads as spent ρ, remaining 0, and more spends can still
+        fit by that curve — :meth:`would_fit` says which.
         """
         return self._evaluate(self._history(), None, 0).remaining
 

@@ -267,8 +267,9 @@ def calibrate(
         except InvalidParameter:  # outside the family's parameter range
             return False
 
-    # (a zCDP target with ξ > 0 is met on the Rényi curve, not on one ρ: searched by bisection)
-    sloped = isinstance(target, ZCDP) and target.xi > 0.0
+    # (a zCDP target with ξ > 0 is met on the Rényi curve, not on one ρ: searched by bisection,
+    # for the families whose curve is bounded, the only ones the curve can help: D_∞ < ∞)
+    sloped = isinstance(target, ZCDP) and target.xi > 0.0 and _bounded_family(build)
     level = None if sloped else _LEVELS.get(type(target))
 
     def least_noise_smooth(to_value: Callable[[float], float]) -> float:
@@ -356,6 +357,14 @@ def calibrate(
                 break
             value = math.nextafter(value, 0.0)
     return _verified(build(value), target)
+
+
+def _bounded_family(build: Callable[[float], Guarantee]) -> bool:
+    """Whether the family's members have a finite max-divergence (probed at a member)."""
+    for probe in (1.0, 2.0**20, 2.0**-20):
+        if _builds(build, probe):
+            return math.isfinite(build(probe).renyi(math.inf))
+    return False
 
 
 def _builds(build: Callable[[float], Guarantee], value: float) -> bool:

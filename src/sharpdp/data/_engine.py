@@ -422,9 +422,14 @@ def _check_distinct_names(backend: Any, path: str) -> None:
     header = _csv_header(backend, path)
     if header is None:
         return
+    # compared as DuckDB reads them: a byte-order mark and surrounding spaces dropped ('a, a'
+    # and '\ufeffa,a' are two columns 'a' to it, renamed silently)
+    header = [
+        name.lstrip("\ufeff").strip() if i == 0 else name.strip() for i, name in enumerate(header)
+    ]
     seen: dict[str, str] = {}
     for position, name in enumerate(header):
-        if not name.strip():
+        if not name:
             raise InvalidParameter(
                 f"table: the header of {path!r} leaves column {position + 1} without a name "
                 "(the engine would name it itself): give each column a name"
@@ -444,20 +449,21 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 
 def _csv_header(backend: Any, path: str) -> list[str] | None:
-    """The first record of the CSV at ``path`` in the engine's dialect, or ``None``."""
-    delimiter, quote, has_header = ",", '"', True
+    """The first record of the CSV at ``path`` in the engine's dialect (the sessions read it as the
+    header, as Ibis asks the engines to), or ``None`` when it cannot be read so."""
+    delimiter, quote = ",", '"'
     if str(backend.name) == "duckdb":
         try:
             row = backend.con.execute(
-                "SELECT Delimiter, Quote, HasHeader FROM sniff_csv(?)", [path]
+                "SELECT Delimiter, Quote FROM sniff_csv(?)", [path]
             ).fetchone()
         except Exception:  # (a glob, a URL...: the engine reads it, unchecked)
             return None
         if row is None:
             return None
-        delimiter, has_header = str(row[0]), bool(row[2])
+        delimiter = str(row[0])
         quote = str(row[1]) if len(str(row[1])) == 1 else '"'
-    if not has_header or len(delimiter) != 1 or not os.path.isfile(path):
+    if not os.path.isfile(path) or len(delimiter) != 1:
         return None
     opener: Any = gzip.open if path.lower().endswith(".gz") else open
     try:
