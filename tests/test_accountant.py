@@ -1074,3 +1074,22 @@ def test_a_zcdp_budget_with_xi_holds_what_lies_under_its_line() -> None:
         acct.spend(item)
     # and what calibrate gives for that budget is accepted by it
     Accountant(budget).spend(sdp.calibrate(sdp.Laplace, budget))
+
+
+def test_the_zcdp_line_is_checked_at_every_order() -> None:
+    # ten 0.001-DP items against ZCDP(ρ = 1e-30, ξ = 0.01 − 1e-14): their summed curve
+    # 10·D_α(RR 0.001) (Steinke 2024 Thm 4: pure DP's curve is randomized response's) crosses
+    # ξ + ρα near α = 1e15, past the 1e12 where the check stopped: 10 were accepted, 9 fit
+    budget = sdp.ZCDP(1e-30, 0.01 - 1e-14)
+    with mp.workdps(60):
+        eps = mp.mpf(0.001)
+        p = mp.e**eps / (1 + mp.e**eps)
+        q = 1 - p
+        a = mp.mpf(10) ** 15
+        d = mp.log(p**a * q ** (1 - a) + q**a * p ** (1 - a)) / (a - 1)
+        assert 10 * d > mp.mpf(budget.xi) + mp.mpf(budget.rho) * a  # ten cross the line
+    assert sdp.max_compositions(sdp.PureDP(0.001), budget) == 9
+    acct = Accountant(budget)
+    acct.spend(sdp.PureDP(0.001), 9)
+    with pytest.raises(sdp.BudgetExceeded):
+        acct.spend(sdp.PureDP(0.001))
