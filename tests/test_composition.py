@@ -458,3 +458,53 @@ def test_a_curve_finite_only_below_order_two_still_composes() -> None:
     got = compose([curve, sdp.Laplace(1.0)]).delta(5.0)
     assert got < 1.0
     assert got <= mironov
+
+
+def _discrete_laplace_two_point(scale: float) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
+    """(loss, P-mass) of the discrete Laplace pair at Δ = 1: losses ±1/t, masses 1/(1 + e^{−1/t})
+    and e^{−1/t}/(1 + e^{−1/t}) (the geometric law's ratio beyond the shift)."""
+    e = 1 / mpmath.mpf(scale)
+    q = mpmath.e ** (-e)
+    return [(e, 1 / (1 + q)), (-e, q / (1 + q))]
+
+
+def test_the_far_tail_of_discrete_compositions_keeps_the_unlisted_atoms() -> None:
+    # A truncated discrete Gaussian's unlisted atoms were left out of the Chernoff bound that
+    # answers δ below e^{−700}: δ(12.131) = 2.5e-323 against an exact 1.27e-68, and ε(1e-68) was
+    # then read from that point. Exact: the atoms enumerated in 60 digits (the Gaussian's past
+    # |z| = 80, mass < e^{−1000}, are dropped: far below the δ compared).
+    dl1, dl2, sigma = 17.970344843543735, 1.5028950989045773, 1.780779900918868
+    items = [
+        (sdp.DiscreteLaplace(dl1), 47),
+        (sdp.DiscreteGaussian(sigma), 1),
+        (sdp.DiscreteLaplace(dl2), 1),
+    ]
+    eps = 12.131010175554984
+    with mpmath.workdps(60):
+        (a, pa), (b, pb) = _discrete_laplace_two_point(dl1)
+        first = [
+            (k * a + (47 - k) * b, mpmath.binomial(47, k) * pa**k * pb ** (47 - k))
+            for k in range(48)
+        ]
+        s2 = mpmath.mpf(sigma) ** 2
+        weights = [(z, mpmath.e ** (-(z * z) / (2 * s2))) for z in range(-80, 81)]
+        norm = sum(w for _, w in weights)
+        gauss = [((1 - 2 * mpmath.mpf(z)) / (2 * s2), w / norm) for z, w in weights]
+        total = mpmath.mpf(0)
+        for l1, m1 in first:
+            for l2, m2 in _discrete_laplace_two_point(dl2):
+                for l3, m3 in gauss:
+                    loss = l1 + l2 + l3
+                    if loss > eps:
+                        total += m1 * m2 * m3 * -mpmath.expm1(eps - loss)
+    c = compose(items)
+    assert c.delta(eps) >= float(total) > 1e-69
+    assert c.delta(c.epsilon(1e-68)) <= 1e-68
+
+
+def test_two_narrow_discrete_gaussians_are_not_pure_dp() -> None:
+    # Their loss 50(1 − 2z) per copy is unbounded; the unlisted atoms' bound e^{−1250}
+    # underflowed to 0, and the composition claimed (700, 0)-DP
+    c = compose([(sdp.DiscreteGaussian(0.1), 2)])
+    assert c.epsilon(0.0) == math.inf
+    assert c.delta(750.0) > 0.0

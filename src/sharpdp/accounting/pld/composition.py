@@ -811,6 +811,15 @@ class PLDResult:
         lo, hi = self._refine(lambda o: o.epsilon(d), lambda p: p.epsilon(d), h, lam, 1e-12, rival)
         return float(lo), float(hi)
 
+    def _unlisted_mass(self) -> float:
+        """Σ c·(P-mass of the unlisted atoms) over the pairs, rounded up: a bound on the
+        probability that some copy draws an atom that a pair's list (and its MGF) leaves out."""
+        total = math.fsum(
+            c * (getattr(pair, "tail_low", 0.0) + getattr(pair, "tail_high", 0.0))
+            for pair, c in self.items
+        )
+        return _math.up(total) if total > 0.0 else 0.0
+
     def _top_loss(self) -> tuple[float, float] | None:
         """A bracket of the essential supremum of the composed loss — the exact ε at δ = 0 when
         no pair has mass at +∞, since δ(ε) = 0 iff L ≤ ε almost surely — or None when a pair's is
@@ -858,8 +867,12 @@ class PLDResult:
             # is already below e^{−700}: report it (padded against rounding) rather than
             # discretise losses this far out in the tail.
             # (P[L = ∞] as its bracket: its float sum may lie ulps below the exact mass)
+            # The MGF reads the listed atoms only: the pairs' unlisted tails (a truncated discrete
+            # Gaussian's) are added whole, each drawn by some copy with at most its mass (their
+            # δ at 12.13 of 1.3e-68 was read as 2.5e-323, and ε(1e-68) then from that point)
             low, high = self._inf_mass_bracket()
-            return low, min(1.0, _math.up(high + _math.exp_up(log_d + 1e-9 * -log_d)))
+            chernoff = _math.exp_up(log_d + 1e-9 * -log_d)
+            return low, min(1.0, _math.up(high + self._unlisted_mass() + chernoff))
         d_hat = min(0.5, max(math.exp(min(max(log_d, -700.0), 0.0)), 1e-300))  # log_d may be inf
         h = self.value_discretization or self._initial_h(max(e, 1e-3), d_hat, lam * e)
         w_lo, w_hi = math.inf, 0.0  # (no bracket)
