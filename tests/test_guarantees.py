@@ -1089,3 +1089,27 @@ def test_rdp_from_a_formula_with_limits_and_overflow() -> None:
     assert sdp.RDP.from_function(lambda a: np.float32(0.1 * a)).epsilon(1e-5) > 0  # (refused)
     with pytest.raises(sdp.InvalidParameter, match="raised KeyError"):
         sdp.RDP.from_function(lambda a: {}[a]).renyi(2.0)
+
+
+def test_listed_rdp_orders_are_read_between_the_points() -> None:
+    # ε(δ) took the least CKS20 value at the listed orders only, while renyi() bounds the orders
+    # between them (convexity of (α − 1)D_α); and a finite D_α meant no mass at infinite loss
+    def lap(a: float, e0: float = 0.1) -> float:  # Laplace's curve (Mironov 2017 Table II)
+        return math.log(
+            a / (2 * a - 1) * math.exp((a - 1) * e0) + (a - 1) / (2 * a - 1) * math.exp(-a * e0)
+        ) / (a - 1)
+
+    orders = [1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    listed = sdp.RDP(orders, [lap(a) for a in orders])
+    points_only = min(float(cks20_epsilon_mp(a, lap(a), 1e-2)) for a in orders)
+    got = listed.epsilon(1e-2)
+    assert got <= points_only * (1 - 4e-3)  # (0.080458 at the points, 0.080036 between them)
+    assert got >= sdp.Laplace(10.0).epsilon(1e-2)  # the exact Laplace profile is below any RDP read
+    assert sdp.RDP([1.0], [0.01]).delta(math.inf) == 0.0
+
+
+def cks20_epsilon_mp(alpha: float, tau: float, delta: float) -> mp.mpf:
+    """CKS20 Prop 12: ε = τ + log((α − 1)/α) − (log δ + log α)/(α − 1), in 40 digits."""
+    with mp.workdps(40):
+        a = mp.mpf(alpha)
+        return mp.mpf(tau) + mp.log((a - 1) / a) - (mp.log(mp.mpf(delta)) + mp.log(a)) / (a - 1)

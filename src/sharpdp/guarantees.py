@@ -707,12 +707,20 @@ class RDP(Guarantee):
     def _delta(self, epsilon: float) -> float:
         if self.function is not None:
             return Guarantee._delta(self, epsilon)
-        return _tails.rdp_curve_delta(self.points(), epsilon)
+        if epsilon == math.inf and any(math.isfinite(t) for _, t in self.points()):
+            return 0.0  # a finite D_α (α ≥ 1) makes P ≪ Q: no mass at infinite loss
+        # the listed points, and the orders between them through the interpolated curve
+        # (_renyi: convexity of (α − 1)D_α), which the points alone left out
+        return min(
+            _tails.rdp_curve_delta(self.points(), epsilon), Guarantee._delta(self, epsilon)
+        )
 
     def _epsilon(self, delta: float) -> float:
         if self.function is not None:
             return Guarantee._epsilon(self, delta)
-        return _tails.rdp_curve_epsilon(self.points(), delta)
+        return min(
+            _tails.rdp_curve_epsilon(self.points(), delta), Guarantee._epsilon(self, delta)
+        )
 
 
 def _as_tuple(name: str, values: object) -> tuple[float, ...]:
