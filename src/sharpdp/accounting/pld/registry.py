@@ -115,7 +115,7 @@ BR_PAIR_RANGE = (1e-5, 30.0)
 
 
 def _register_builtin() -> None:
-    from sharpdp.guarantees import GDP, ApproxDP, BoundedRange, PureDP
+    from sharpdp.guarantees import GDP, ZCDP, ApproxDP, ApproxZCDP, BoundedRange, PureDP
     from sharpdp.mechanisms.additive import Gaussian, Laplace
     from sharpdp.mechanisms.randomized_response import RandomizedResponse
     from sharpdp.mechanisms.selection import TopK
@@ -164,6 +164,22 @@ def _register_builtin() -> None:
     def _approx(g: ApproxDP) -> DominatingPair:
         """The four-point KOV pair dominates every (ε, δ)-DP mechanism [KOV15, Thm 2.4]."""
         return approx_dp_pair(g.epsilon_, g.delta_)
+
+    @register_pair(ZCDP)
+    def _zcdp(g: ZCDP) -> DominatingPair:
+        """(ξ, 0)-zCDP is ξ-DP [Bun–Steinke 2016, Def 1.1 at α = ∞]: the ξ-RR pair. No single
+        pair dominates every ρ-zCDP mechanism with ρ > 0 (declined: other analyses answer)."""
+        if g.rho == 0.0 and g.xi >= 0.0:
+            return randomized_response_pair(g.xi, 2)
+        raise NotImplied(f"no dominating pair is known for {g!r} (ρ > 0)")
+
+    @register_pair(ApproxZCDP)
+    def _approx_zcdp(g: ApproxZCDP) -> DominatingPair:
+        """δ-approximate (ξ, 0)-zCDP is (ξ, δ)-DP (its profile is δ + (1 − δ)·δ_RR(ξ) = δ at ξ):
+        the KOV pair; with ρ > 0, declined as for zCDP."""
+        if g.rho == 0.0 and g.xi >= 0.0:
+            return approx_dp_pair(g.xi, g.delta_)
+        raise NotImplied(f"no dominating pair is known for {g!r} (ρ > 0)")
 
     def bounded_range_pair(eta: float) -> DominatingPair:
         """The η-BR pair (the trivial pairs at η = 0 and ∞; the η-RR pair outside BR_PAIR_RANGE)."""
