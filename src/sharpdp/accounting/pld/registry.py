@@ -87,8 +87,16 @@ def _by_characterisation(item: object) -> Callable[[Any], Decomposition | Domina
 
 
 def supports(item: object) -> bool:
-    """Whether a dominating pair is registered for ``item``'s type."""
-    return _lookup(item) is not None
+    """Whether a dominating pair is registered for ``item``'s type and describes it (a zCDP
+    guarantee has one only at ρ = 0)."""
+    fn = _lookup(item)
+    if fn is None:
+        return False
+    try:
+        fn(item)
+    except NotImplied:
+        return False
+    return True
 
 
 def dominating_pairs(item: object) -> Decomposition:
