@@ -508,3 +508,32 @@ def test_two_narrow_discrete_gaussians_are_not_pure_dp() -> None:
     c = compose([(sdp.DiscreteGaussian(0.1), 2)])
     assert c.epsilon(0.0) == math.inf
     assert c.delta(750.0) > 0.0
+
+
+def test_narrow_discrete_gaussians_answer_epsilon_at_delta_zero() -> None:
+    # a grid over their ~6,000-wide loss range had cells 1,000 wide, and e^{cell} overflowed
+    # out of the PLD (NumericalError "please report it"); it now declines and ε(0) = inf
+    c = compose([(sdp.DiscreteGaussian(0.05, 2), 4)])
+    assert c.epsilon(0.0) == math.inf
+
+
+@pytest.mark.parametrize(
+    ("item", "delta"),
+    [
+        (sdp.PureDP(0.060934800734675436), 0.030299395005952776),
+        (sdp.ApproxDP(0.022090799735107376, 0.000414456888307134), 0.011249386393317467),
+    ],
+)
+def test_a_lone_pure_or_approximate_item_is_read_by_its_own_profile(
+    item: sdp.Guarantee, delta: float
+) -> None:
+    # kov (exact for such items) answered alone, up to 4.5e-10 above the closed form; the
+    # closed form: ε = log(e^ε0 − r(e^ε0 + 1)), r = (δ − δ0)/(1 − δ0) (Kairouz–Oh–Viswanath)
+    with mpmath.workdps(50):
+        e0 = mpmath.mpf(item.epsilon(0.0) if isinstance(item, sdp.PureDP) else item.epsilon_)
+        d0 = mpmath.mpf(0 if isinstance(item, sdp.PureDP) else item.delta_)
+        r = (mpmath.mpf(delta) - d0) / (1 - d0)
+        exact = mpmath.log(mpmath.e**e0 - r * (mpmath.e**e0 + 1))
+    got = compose([item]).epsilon(delta)
+    assert got == item.epsilon(delta)
+    assert exact <= got <= exact * (1 + 1e-12)

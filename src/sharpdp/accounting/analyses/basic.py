@@ -17,7 +17,7 @@ from sharpdp.accounting._items import (
 )
 from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied
-from sharpdp.guarantees import ApproxDP, Guarantee
+from sharpdp.guarantees import ApproxDP, Guarantee, PureDP
 
 
 def _own_profile(g: Guarantee) -> Guarantee | None:
@@ -33,8 +33,15 @@ def _own_profile(g: Guarantee) -> Guarantee | None:
     from sharpdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace
     from sharpdp.mechanisms.randomized_response import RandomizedResponse
 
-    if type(g) in (Laplace, RandomizedResponse, DiscreteLaplace, DiscreteGaussian):
-        return g
+    if type(g) in (
+        Laplace,
+        RandomizedResponse,
+        DiscreteLaplace,
+        DiscreteGaussian,
+        PureDP,
+        ApproxDP,
+    ):
+        return g  # (PureDP's is randomized response's, ApproxDP's the KOV pair's: tight)
     try:
         return bounded_range(g)
     except NotImplied:
@@ -48,8 +55,8 @@ def _lone_with_own_profile(items: Items) -> bool:
 @analysis(
     "single",
     "one release: its own profile (exact for bounded range: Rogers–Steinke 2021; Laplace, "
-    "randomized response: closed form; discrete Laplace and Gaussian: summed exactly; nothing is "
-    "composed)",
+    "randomized response, pure and approximate DP: closed form; discrete Laplace and Gaussian: "
+    "summed exactly; nothing is composed)",
     exact_for=_lone_with_own_profile,
     composes=False,
 )

@@ -257,15 +257,25 @@ def round_down_geometric(x: float, step: float) -> float:
 # atoms
 
 
+def _check_cell_width(h: float) -> None:
+    """Refuse a grid whose cells reach e^700: the contents' weights e^{t − l} − 1 overflow there
+    (two discrete Gaussians at σ = 0.05 asked ε(0) of a grid 1,000 wide per cell, and an
+    OverflowError escaped); the PLD then declines and the other analyses answer."""
+    if h > 700.0:
+        raise NumericalError(f"a grid cell of width {h:g} is too wide for the PLD's weights")
+
+
 def _add_atom(acc: GridContents, loss: float, m: float, rel_err: float) -> None:
     """One atom, in scalar arithmetic: the same computation as :func:`_add_atoms` (faster for the
     two or three atoms of randomized response and the Laplace mechanism)."""
     h, lo, hi, ph = acc.h, acc.lo, acc.hi, acc.phase
     t_lo, t_hi = lo * h + ph, hi * h + ph
+    _check_cell_width(h)
     ae = U * (abs(loss) + 2 * max(abs(t_lo), abs(t_hi))) + 4 * U * h
     me = m * rel_err
     if loss < t_lo:
-        term = math.expm1(t_lo - loss)
+        # (u_low, which this feeds, may be huge and is not used by the masses: no overflow)
+        term = math.expm1(t_lo - loss) if t_lo - loss < 709.0 else math.inf
         acc.p_low += m
         acc.p_low_err += me + 4 * U * m
         acc.u_low += m * term
@@ -321,6 +331,7 @@ def _add_atoms(acc: GridContents, losses: FloatArray, masses: FloatArray, rel_er
             _add_atom(acc, loss_, mass, rel_err)
         return
     t_lo, t_hi = lo * h + ph, hi * h + ph
+    _check_cell_width(h)
     arg_err = U * (np.abs(losses) + 2 * max(abs(t_lo), abs(t_hi))) + 4 * U * h
     merr = masses * rel_err
     low = losses < t_lo
