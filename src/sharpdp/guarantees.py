@@ -288,7 +288,7 @@ def _times(value: float, k: int) -> float:
     """k·value rounded up (a group parameter rounded to nearest fell an ulp below k·value in about
     a third of cases); inf stays inf."""
     if math.isinf(value) or value == 0.0:
-        return value * k if value else 0.0
+        return value
     return _math.float_up(Fraction(value) * k)
 
 
@@ -711,16 +711,12 @@ class RDP(Guarantee):
             return 0.0  # a finite D_α (α ≥ 1) makes P ≪ Q: no mass at infinite loss
         # the listed points, and the orders between them through the interpolated curve
         # (_renyi: convexity of (α − 1)D_α), which the points alone left out
-        return min(
-            _tails.rdp_curve_delta(self.points(), epsilon), Guarantee._delta(self, epsilon)
-        )
+        return min(_tails.rdp_curve_delta(self.points(), epsilon), Guarantee._delta(self, epsilon))
 
     def _epsilon(self, delta: float) -> float:
         if self.function is not None:
             return Guarantee._epsilon(self, delta)
-        return min(
-            _tails.rdp_curve_epsilon(self.points(), delta), Guarantee._epsilon(self, delta)
-        )
+        return min(_tails.rdp_curve_epsilon(self.points(), delta), Guarantee._epsilon(self, delta))
 
 
 def _as_tuple(name: str, values: object) -> tuple[float, ...]:

@@ -173,6 +173,12 @@ def _spent_epsilon_kept(
     items: tuple[tuple[Guarantee, int], ...], delta: float, budget: float
 ) -> float:
     composition = compose(list(items), adaptive=True, accuracy=_SPEND_ACCURACY)
+    return _epsilon_within(composition, delta, budget)
+
+
+def _epsilon_within(composition: Composition, delta: float, budget: float) -> float:
+    """``composition.epsilon_bound(delta)``, or ``budget`` where that reads above it while an
+    analysis certifies δ(``budget``) ≤ ``delta`` (see :func:`_spent_epsilon`)."""
     spent = composition.epsilon_bound(delta)
     if budget < spent < math.inf and composition.certifies(budget, delta):
         return budget
@@ -787,13 +793,9 @@ class Accountant:
         or the budget's ε where that reads above it but δ(budget ε) ≤ ``delta`` is certified
         (as :meth:`spent` reads it: ε(δ) read by inversion can land ulps above the ε at which
         δ was certified, and an accepted history then read over its budget)."""
-        composition = self.composition()
-        value = composition.epsilon_bound(delta)
         budget = self.budget
         cap = budget.epsilon_ if isinstance(budget, ApproxDP | PureDP) else math.inf
-        if cap < value < math.inf and composition.certifies(cap, delta):
-            return cap
-        return value
+        return _epsilon_within(self.composition(), delta, cap)
 
     def delta(self, epsilon: float) -> float:
         """δ spent so far at ``epsilon``: ``composition().delta_bound(epsilon)`` (an upper

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from sharpdp import _math, _validate
 from sharpdp.accounting.composition import compose
-from sharpdp.conversions import renyi_under_zcdp_line
+from sharpdp.conversions import convert, renyi_under_zcdp_line
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
 from sharpdp.guarantees import GDP, ZCDP, ApproxDP, Guarantee, PureDP
 from sharpdp.mechanisms.additive import Gaussian, Laplace
@@ -70,21 +70,13 @@ def _meets_zcdp(m: Guarantee, t: Guarantee) -> bool:
     to one (ρ′, ξ′) pair cannot use ξ's slack (Laplace(1.5) is (ρ = 0.1, ξ = 0.131)-zCDP, while
     its conversion has ρ′ = 0.18 at ξ′ = 0)."""
     assert isinstance(t, ZCDP)
-    from sharpdp.conversions import convert
-
-    try:
-        z = convert(m, ZCDP)
-    except NotImplied:
-        z = None
-    if isinstance(z, ZCDP) and z.rho <= t.rho and z.xi <= t.xi:
+    if _zcdp_rho(m, t) <= t.rho:
         return True
     return t.xi > 0.0 and renyi_under_zcdp_line(m, t.rho, t.xi)
 
 
 def _gdp_mu(m: Guarantee) -> float:
     """The μ of the sharpest GDP conversion of ``m`` (∞ when none is implied)."""
-    from sharpdp.conversions import convert
-
     try:
         g = convert(m, GDP)
     except NotImplied:
@@ -101,8 +93,6 @@ def _meets_gdp(m: Guarantee, t: Guarantee) -> bool:
 def _zcdp_rho(m: Guarantee, t: Guarantee) -> float:
     """The ρ of the sharpest zCDP conversion of ``m`` (∞ when none is implied, or when its ξ
     exceeds the target's: such a member never meets ``t``)."""
-    from sharpdp.conversions import convert
-
     assert isinstance(t, ZCDP)
     try:
         z = convert(m, ZCDP)
@@ -383,8 +373,6 @@ def _no_member(
     name = mechanism.__name__
     level = _LEVELS.get(type(target))
     if level is not None and math.isinf(level(most, target)):
-        from sharpdp.conversions import convert
-
         try:
             convert(most, type(target))
         except NotImplied:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -442,20 +442,24 @@ def max_compositions(item: Guarantee, budget: Guarantee, adaptive: bool = True) 
         # (ε, δ)-DP holds iff some valid analysis certifies δ(ε) ≤ δ: one evaluation, no inversion
         return compose([(item, k)], adaptive).certifies(budget.epsilon_, budget.delta_)
 
-    if not fits(1):
-        return 0
-    hi = 1
-    while fits(2 * hi):
-        hi *= 2
-        if hi > 2**40:
+    return _largest_fitting(fits, 0)
+
+
+def _largest_fitting(fits: Callable[[int], bool], known: int) -> int:
+    """The largest k ≥ ``known`` with ``fits(k)``, for a predicate that holds up to some k and
+    fails beyond (``fits(known)`` is taken as given; 0 always fits): doubling, then bisection.
+
+    Raises:
+        NumericalError: more than 2⁴⁰ fit.
+    """
+    lo, hi = known, max(2 * known, known + 1)
+    while fits(hi):
+        lo, hi = hi, 2 * hi
+        if hi > 2**41:
             raise NumericalError("more than 2**40 compositions fit: the item is (nearly) free")
-    lo, hi = hi, 2 * hi  # fits(lo), not fits(hi)
-    while hi - lo > 1:
+    while hi - lo > 1:  # fits(lo), not fits(hi)
         mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
 
 
@@ -491,14 +495,5 @@ def _max_zcdp_compositions(item: Guarantee, budget: ZCDP) -> int:
         def fits(n: int) -> bool:
             return renyi_under_zcdp_line(RDPSum(((item, n),)), budget.rho, budget.xi)
 
-        if fits(k + 1):
-            lo, hi = k + 1, 2 * (k + 1)
-            while fits(hi):
-                lo, hi = hi, 2 * hi
-                if hi > 2**40:
-                    raise NumericalError("more than 2**40 compositions fit")
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-            k = lo
+        k = _largest_fitting(fits, k)
     return k

@@ -55,7 +55,8 @@ def as_scores(scores: object, name: str = "scores") -> FloatArray:
         q = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond the float range
         raise InvalidParameter(f"{name} must be a 1-D array of numbers, got {scores!r}") from None
-    big = np.flatnonzero(np.abs(q) >= 2.0**53)
+    given_floats = isinstance(scores, np.ndarray) and scores.dtype == np.float64
+    big = np.empty(0, dtype=np.intp) if given_floats else np.flatnonzero(np.abs(q) >= 2.0**53)
     if big.size:
         # Only float64 values are taken as given: any other number (an int, a Fraction, a
         # Decimal, a long double, also inside a list that numpy made float64) is rounded here
