@@ -232,6 +232,98 @@ def test_mcdp_to_zcdp(mu: float, tau: float) -> None:
     assert conv.mcdp_to_zcdp(sdp.MCDP(mu, tau)) == z
 
 
+def _loss_law_mcdp_check(atoms: list[tuple[mp.mpf, mp.mpf]], g: sdp.MCDP) -> None:
+    """E[Z] ≤ μ and E[e^{λ(Z − E Z)}] ≤ e^{λ²τ²/2} on a grid of λ, for a loss law given as
+    (probability under P, loss) atoms, in 40 digits (BS16 Def 4.1)."""
+    with mp.workdps(40):
+        mean = mp.fsum(p * z for p, z in atoms)
+        assert mean <= mp.mpf(g.mu) * (1 + mp.mpf(2) ** -45), (mean, g.mu)
+        for lam in np.concatenate((-np.geomspace(1e-3, 60, 40), np.geomspace(1e-3, 60, 40))):
+            lam = mp.mpf(float(lam))
+            mgf = mp.fsum(p * mp.exp(lam * (z - mean)) for p, z in atoms)
+            assert mp.log(mgf) <= lam * lam * mp.mpf(g.tau) ** 2 / 2 + mp.mpf(10) ** -30
+
+
+@pytest.mark.parametrize("eps", [1e-3, 0.3, 1.0, 4.0, 20.0])
+def test_pure_dp_to_mcdp_against_randomized_response(eps: float) -> None:
+    # RR's loss is ±ε with P-probabilities e^ε/(1+e^ε) and 1/(1+e^ε): the KL ε·tanh(ε/2) is the
+    # mean, attained, and Hoeffding's τ = ε holds for its two-point centred law.
+    g = sdp.convert(sdp.PureDP(eps), sdp.MCDP)
+    with mp.workdps(40):
+        e = mp.mpf(eps)
+        p = mp.exp(e) / (1 + mp.exp(e))
+        atoms = [(p, e), (1 - p, -e)]
+        assert g.mu == approx(mp_float(e * mp.tanh(e / 2)), rel=1e-14)
+    assert g.tau == eps
+    _loss_law_mcdp_check(atoms, g)
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_exponential_mechanism_to_mcdp_against_enumeration(eps: float) -> None:
+    # ε-BR: τ = ε/2 (a loss interval of width ε), half of the ε-DP route's. Checked on every
+    # neighbouring pair of score vectors in {0, ½, 1}³ (Δ = 1) and the exponential mechanism's
+    # exact output laws.
+    g = sdp.convert(sdp.Exponential(eps), sdp.MCDP)
+    assert g.tau == eps / 2
+    assert g.mu <= eps * eps / 8  # the KL never exceeds the zCDP bound ε²/8 (Cesar–Rogers 2021)
+    grid = [0.0, 0.5, 1.0]
+    vectors = [(a, b, c) for a in grid for b in grid for c in grid]
+    with mp.workdps(40):
+        for u in vectors:
+            for v in vectors:
+                if max(abs(x - y) for x, y in zip(u, v, strict=True)) > 1.0:
+                    continue
+                pu = [mp.exp(mp.mpf(eps) * x / 2) for x in u]
+                pv = [mp.exp(mp.mpf(eps) * y / 2) for y in v]
+                pu = [x / mp.fsum(pu) for x in pu]
+                pv = [y / mp.fsum(pv) for y in pv]
+                _loss_law_mcdp_check([(a, mp.log(a / b)) for a, b in zip(pu, pv, strict=True)], g)
+
+
+def test_laplace_to_mcdp_against_quadrature() -> None:
+    # Laplace(b), Δ = 1: Z = (|x − 1| − |x|)/b under P = Lap(0, b); three pieces: Z = 1/b on
+    # x ≤ 0, (1 − 2x)/b on [0, 1], −1/b on x ≥ 1 (masses ½, ½(1 − e^{−1/b}), ½e^{−1/b}).
+    b = 0.8
+    g = sdp.convert(sdp.Laplace(b), sdp.MCDP)
+    assert g.tau == approx(1 / b, rel=1e-15)
+    with mp.workdps(30):
+        nodes = 400  # the middle piece, by a fine midpoint rule (its own error is ~1e-6 relative)
+        atoms = [(mp.mpf(1) / 2, 1 / mp.mpf(b)), (mp.exp(-1 / mp.mpf(b)) / 2, -1 / mp.mpf(b))]
+        for i in range(nodes):
+            x = (i + mp.mpf(1) / 2) / nodes
+            atoms.append((mp.exp(-x / b) / (2 * b) / nodes, (1 - 2 * x) / b))
+        total = mp.fsum(p for p, _ in atoms)
+        atoms = [(p / total, z) for p, z in atoms]
+        kl = 1 / mp.mpf(b) + mp.exp(-1 / mp.mpf(b)) - 1  # the exact KL of the Laplace pair
+        assert g.mu == approx(mp_float(kl), rel=1e-12)
+    _loss_law_mcdp_check(atoms, sdp.MCDP(g.mu * (1 + 1e-5), g.tau))
+
+
+def test_gaussian_to_mcdp_is_its_loss_law() -> None:
+    # Z ~ N(μ²/2, μ²) for μ = Δ/σ: mean ρ, and exactly μ-subgaussian (log MGF = λ²μ²/2).
+    m = sdp.Gaussian(2.0, sensitivity=3.0)
+    g = sdp.convert(m, sdp.MCDP)
+    assert g.tau >= 1.5
+    assert g.tau == approx(1.5, rel=1e-15)
+    assert g.mu >= 1.125
+    assert g.mu == approx(1.125, rel=1e-15)
+    z = sdp.convert(g, sdp.ZCDP)
+    assert z.rho == approx(1.125, rel=1e-15)
+    assert abs(z.xi) < 1e-15
+
+
+def test_mcdp_refusals_say_which_kind() -> None:
+    # zCDP-like sources imply mCDP with an unstated constant (BS16 Lemma 4.3); δ > 0 implies none.
+    for g in [sdp.ZCDP(0.3), sdp.GDP(1.0), sdp.DiscreteGaussian(2.0)]:
+        with pytest.raises(sdp.NoExplicitBound):
+            sdp.convert(g, sdp.MCDP)
+    with pytest.raises(sdp.NotImplied) as err:
+        sdp.convert(sdp.ApproxDP(1.0, 1e-6), sdp.MCDP)
+    assert not isinstance(err.value, sdp.NoExplicitBound)
+    # (0, ξ)-zCDP is ξ-DP: a bounded loss, so an explicit bound
+    assert sdp.convert(sdp.ZCDP(0.0, 0.5), sdp.MCDP).tau == 0.5
+
+
 def test_mcdp_of_gaussian_is_its_zcdp() -> None:
     # The Gaussian mechanism with ρ = 1/(2σ²) is (ρ, √(2ρ))-mCDP; the lemma gives back ρ-zCDP.
     rho = 0.125

@@ -13,6 +13,7 @@ Conversions to (ε, δ)-DP need one of ``delta=`` or ``epsilon=`` and use the gu
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from collections.abc import Callable
@@ -793,6 +794,41 @@ def _guarantee_to_zcdp_via_pure(g: Guarantee) -> ZCDP:
 )
 def _guarantee_to_br_via_pure(g: Guarantee) -> BoundedRange:
     return pure_dp_to_bounded_range(guarantee_to_pure_dp(g))
+
+
+@register(
+    Guarantee,
+    MCDP,
+    name="bounded-loss",
+    theorem="E[Z] = KL ≤ D_1, and Hoeffding's lemma on a loss confined to an interval of width w "
+    "(τ = w/2; w = 2ε for ε-DP, η for η-BR), as in Dwork–Rothblum 2016 Thm 3.5",
+)
+def guarantee_to_mcdp(g: Guarantee) -> MCDP:
+    """(D_1, w/2)-mCDP for a guarantee whose privacy loss Z is confined to an interval of width w.
+
+    mCDP [Dwork–Rothblum 2016; BS16 Def 4.1] asks E[Z] ≤ μ and Z − E[Z] τ-subgaussian under every
+    neighbouring pair. E[Z] is the KL divergence D_1, bounded by the source's own D_1 (ε·tanh(ε/2)
+    for ε-DP, attained by randomized response; DR16 Thm 3.5 had ε(e^ε − 1)/2). A variable
+    confined to an interval of width w is (w/2)-subgaussian around its mean (Hoeffding's lemma).
+    The width is 2ε for ε-DP (Z ∈ [−ε, ε]) and η for η-bounded range (Z ∈ [t − η, t]): the
+    narrower of the two applies. Valid, not tight in τ (randomized response is
+    √(2ε·tanh(ε/2))-subgaussian). Without a finite D_∞ no width exists: then mCDP follows only
+    with BS16 Lemma 4.3's unspecified constant when the source is zCDP
+    (:class:`NoExplicitBound`), and not at all otherwise (e.g. δ > 0).
+    """
+    eps = g.renyi(math.inf)
+    if math.isinf(eps):
+        try:
+            convert(g, ZCDP)
+        except NotImplied:
+            raise NotImplied(f"{g!r} has an unbounded privacy loss and implies no zCDP") from None
+        raise NoExplicitBound(
+            f"{g!r} ⇒ mCDP holds only with an unspecified constant (via zCDP and BS16 Lemma 4.3)"
+        )
+    width = 2.0 * eps
+    with contextlib.suppress(NotImplied):
+        width = min(width, convert(g, BoundedRange).eta)
+    return MCDP(g.renyi(1.0), 0.5 * width)
 
 
 _CERTIFIED_BUDGET = 20000  # Rényi evaluations (about 0.15 s)
