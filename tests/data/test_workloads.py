@@ -371,6 +371,8 @@ def test_mwem_converges_with_a_huge_budget(table: pd.DataFrame) -> None:
     assert "this run: T = 16 round(s)" in str(syn.explain())
     with pytest.raises(sdp.InvalidParameter, match="n"):
         syn.sample(2.5)
+    with pytest.raises(sdp.InvalidParameter, match=r"GiB.*batches"):  # was a MemoryError
+        syn.sample(10**15)
     rows = syn.sample(50, rng=0)
     assert list(rows.columns) == ["a", "b", "c"]
     assert len(rows) == 50

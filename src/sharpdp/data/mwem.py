@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
@@ -566,6 +567,14 @@ class MWEMQuery(Query):
         return tuple((c, schema[c]) for c in self.workload.columns)
 
 
+def _physical_memory() -> int | None:
+    """The machine's physical memory in bytes, or ``None`` where the platform does not say."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 @dataclass(frozen=True, eq=False)
 class Synthetic(Release):
     """MWEM's synthetic distribution: counts over every cell of the product domain.
@@ -642,10 +651,19 @@ class Synthetic(Release):
         """``n`` synthetic rows drawn from the distribution (default: round(n̂)).
 
         Raises:
-            InvalidParameter: ``n`` is not an integer ≥ 0.
+            InvalidParameter: ``n`` is not an integer ≥ 0, or its rows would not fit in this
+                machine's memory (draw them in batches: several calls, one generator).
         """
         counts = self.frame["count"].to_numpy(np.float64)
         size = round(float(counts.sum())) if n is None else _validate.integer("n", n, minimum=0)
+        need = size * 8 * (2 + self.frame.shape[1])  # the draws, and the rows' column arrays
+        have = _physical_memory()
+        if have is not None and need > have:
+            raise InvalidParameter(
+                f"n={size:,} synthetic rows need about {need / 2**30:,.0f} GiB, more than this "
+                f"machine's {have / 2**30:,.0f} GiB: draw them in batches (several sample() "
+                "calls sharing one np.random.Generator)"
+            )
         if not counts.size:
             if size:
                 raise InvalidParameter("no synthetic cells to sample from (a domain is empty)")
