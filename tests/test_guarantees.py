@@ -933,19 +933,28 @@ def test_gaussian_delta_holds_at_huge_mu(mu: float) -> None:
         assert mp.ncdf(a) - mp.e**e * mp.ncdf(a - m) <= 1e-6
 
 
-@pytest.mark.parametrize("rho", [1e-100, 1e-60, 1e-30, 1e-20, 1e-12, 1e-3, 1.0])
+@pytest.mark.parametrize(
+    "rho", [5e-324, 1e-320, 1e-310, 1e-308, 1e-100, 1e-60, 1e-30, 1e-20, 1e-12, 1e-3, 1.0]
+)
 def test_zcdp_epsilon_is_never_below_the_gaussians_own(rho: float) -> None:
     """The Gaussian of μ = √(2ρ) is ρ-zCDP, so a valid ε(δ) of ρ-zCDP has that Gaussian's δ at it
     ≤ δ (100 digits). CKS20's optimum was evaluated with log λ − log1p λ (~1e-14 of rounding at
     λ = 1e7…1e51): ε(1e-20) of ZCDP(1e-30) came out 3.1e-15 (the Gaussian's δ there 6.9e-18),
-    and 0 for ZCDP(1e-100) at δ = 1e-300."""
-    mu = math.sqrt(2 * rho)
-    with mp.workdps(100):
+    and 0 for ZCDP(1e-100) at δ = 1e-300. At subnormal ρ, log(1/δ)/ρ overflowed the order's
+    bracket (a NaN, read as ε = 0) and BS16 Lemma 3.6's overflowing denominator was read as
+    δ = 5e-324: ZCDP(1e-310).epsilon(1e-300) was 9e-301, the Gaussian's own 3.6e-154. (Digits:
+    the Gaussian's δ is a difference of two values near ½ that differ by ~√ρ.)"""
+    with mp.workdps(100 + math.ceil(-math.log10(rho))):
+        m = mp.sqrt(2 * mp.mpf(rho))
         for delta in (1e-300, 1e-100, 1e-20, 1e-6, 0.5):
-            e = sdp.ZCDP(rho).epsilon(delta)
-            m, x = mp.mpf(mu), mp.mpf(e)
+            for e in (sdp.ZCDP(rho).epsilon(delta), sdp.compose([sdp.ZCDP(rho)]).epsilon(delta)):
+                x = mp.mpf(e)
+                a = m / 2 - x / m
+                assert mp.ncdf(a) - mp.e**x * mp.ncdf(a - m) <= delta * (1 + 1e-12), (delta, e)
+        for e in (0.0, 1e-160, 1e-150, 1e-20):
+            x = mp.mpf(e)
             a = m / 2 - x / m
-            assert mp.ncdf(a) - mp.e**x * mp.ncdf(a - m) <= delta * (1 + 1e-12), (delta, e)
+            assert sdp.ZCDP(rho).delta(e) >= mp.ncdf(a) - mp.e**x * mp.ncdf(a - m), e
 
 
 def test_tiny_parameters_never_underflow_to_zero_privacy_loss() -> None:

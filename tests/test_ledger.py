@@ -386,6 +386,25 @@ def test_entries_and_accounts(tmp_path: Path) -> None:
         assert (history.last_id, history.entries, history.items) == (4, 2, ((sdp.PureDP(0.5), 2),))
 
 
+def test_a_read_only_file_system_is_a_ledger_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a read-only file system every write fails with EROFS, the clean-up's unlink too, whose
+    OSError replaced the LedgerError (seen through a read-only bind mount; simulated here, as
+    root ignores permissions and mounts need privileges)."""
+    import errno
+
+    import sharpdp.accounting.ledger as ledger_module
+
+    def read_only(*args: object, **kwargs: object) -> Any:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(ledger_module.os, "open", read_only)
+    monkeypatch.setattr(ledger_module.os, "unlink", read_only)
+    with pytest.raises(sdp.LedgerError, match=r"cannot create ledger .*: Read-only file system"):
+        Ledger(tmp_path / "new.sqlite")
+
+
 def test_create_false_and_bad_paths(tmp_path: Path) -> None:
     missing = tmp_path / "missing.sqlite"
     with pytest.raises(sdp.LedgerError, match="does not exist"):

@@ -248,7 +248,7 @@ def test_renyi_refuses_bad_input() -> None:
     # no curve to draw: alone, matplotlib's "cannot be log-scaled" ValueError; beside another
     # curve, a legend entry without a line
     for items in ([sdp.ApproxDP(1.0, 1e-6)], [sdp.ApproxDP(1.0, 1e-6), sdp.PureDP(1.0)]):
-        with pytest.raises(sdp.InvalidParameter, match=r"ApproxDP.*implies no Rényi bound"):
+        with pytest.raises(sdp.InvalidParameter, match=r"ApproxDP.*has no finite Rényi bound"):
             sdp.plots.renyi(*items)
     with pytest.raises(sdp.InvalidParameter, match=r"PureDP.*no positive finite"):
         sdp.plots.renyi(sdp.PureDP(0.0))

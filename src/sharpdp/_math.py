@@ -288,6 +288,8 @@ def root_of_increasing(
     Use only where *any* point is a valid answer (the root only sharpens a bound), e.g. the optimal
     order α of a conversion: the bound is then evaluated exactly at the returned point.
     """
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise NumericalError(f"{what}: the bracket [{lo!r}, {hi!r}] is not finite")
     glo, ghi = g(lo), g(hi)
     if not (glo <= 0.0 <= ghi):
         raise NumericalError(f"{what}: no sign change on [{lo!r}, {hi!r}] (g={glo!r}, {ghi!r})")

@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Iterable
 
 from sharpdp import _divergences, _math
+from sharpdp.errors import NumericalError
 
 __all__ = [
     "bs16_lemma35_epsilon",
@@ -98,7 +99,7 @@ def zcdp_cks20_epsilon(rho: float, xi: float, delta: float) -> float:
     def g(lam: float) -> float:
         return rho * lam * lam - log_inv + math.log1p(lam)
 
-    hi = math.sqrt(log_inv / rho) + 1.0
+    hi = math.sqrt(log_inv) / math.sqrt(rho) + 1.0  # (log_inv/ρ overflows for subnormal ρ)
     lam = _math.root_of_increasing(g, 0.0, hi, what="zCDP epsilon order")
     if lam <= 0.0:
         lam = math.nextafter(0.0, 1.0) if log_inv > 0 else 1e-300
@@ -109,6 +110,8 @@ def zcdp_cks20_epsilon(rho: float, xi: float, delta: float) -> float:
     # (for λ < 1 log λ − log1p λ has no cancellation, and 1/λ may overflow: kept there)
     log_shrink = -math.log1p(1.0 / lam) if lam >= 1.0 else math.log(lam) - lp
     value = xi + rho * (1.0 + lam) + log_inv / lam + log_shrink - lp / lam
+    if math.isnan(value):
+        raise NumericalError(f"zCDP epsilon: NaN at rho={rho!r}, xi={xi!r}, delta={delta!r}")
     return max(0.0, _math.up(value))
 
 
@@ -128,11 +131,20 @@ def bs16_lemma36_delta(rho: float, xi: float, epsilon: float) -> float:
     if s <= 0.0:
         return 1.0
     t = s / (2.0 * math.sqrt(rho))  # the exponent is −t²
-    a = s / (2.0 * rho)
-    denom = 1.0 + a + math.hypot(1.0 + a, math.sqrt(4.0 / (math.pi * rho)))
-    if t > 1e150 or math.isinf(denom):
+    if t > 1e150:  # e^{−t²} underflows, and the factor 2/denominator is ≤ 1
         return 5e-324
-    return min(1.0, _math.up(_math.exp_up(-t * t + math.log(2.0 / denom))))
+    log_a = math.log(s) - math.log(2.0 * rho)
+    log_v = math.log(2.0) - 0.5 * math.log(math.pi * rho)  # v = √(4/(πρ))
+    if max(log_a, log_v) < 700.0:
+        a, v = math.exp(log_a), math.exp(log_v)
+        log_denom = math.log(1.0 + a + math.hypot(1.0 + a, v))
+    else:
+        # a or v past the floats (subnormal ρ): the denominator is ≥ max(2a, v); a lower bound
+        # (δ errs upwards by < 1 + √2), moved down against the rounding of the logs. (It used to
+        # be taken as infinite, δ as 5e-324: ZCDP(1e-310) gave ε(1e-300) = 9e-301, where the
+        # Gaussian of that ρ needs 3.6e-154.)
+        log_denom = max(math.log(2.0) + log_a, log_v) * (1.0 - 2.0**-40)
+    return min(1.0, _math.up(_math.exp_up(-t * t + math.log(2.0) - log_denom)))
 
 
 def zcdp_delta(rho: float, xi: float, epsilon: float) -> float:

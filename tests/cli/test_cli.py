@@ -19,6 +19,14 @@ from sharpdp.cli import app
 
 runner = CliRunner()
 
+
+def run_json(args: list[str]) -> dict[str, object]:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    out: dict[str, object] = json.loads(result.stdout)
+    return out
+
+
 #: The ``run_main`` fixture (tests/cli/conftest.py): ``sharpdp ARGS`` → (code, stdout, stderr).
 MainRun = Callable[[list[str]], tuple[int, str, str]]
 
@@ -427,3 +435,38 @@ def test_over_the_default_budget_says_where_the_budget_came_from(
     code, _, err = run_main([*args, "--budget", "pure:1"])
     assert code == 1
     assert "default budget" not in err
+
+
+def test_query_and_budget_read_the_same_odometer(people_csv: Path, tmp_path: Path) -> None:
+    """`query` printed Accountant.epsilon(δ) (compose's default accuracy) where `budget` and the
+    service print Accountant.spent(): two values, ~1e-6 apart, for one ledger."""
+    ledger = tmp_path / "b.sqlite"
+    base = ["query", str(people_csv), "--unit", "who", "--drop-null-units", "--json"]
+    base += ["--ledger", str(ledger), "--budget", "approx:1,1e-6"]
+    run_json([*base[:2], "count", *base[2:], "--privacy", "zcdp:0.01"])
+    run_json([*base[:2], "mean", "spent", "--bounds", "0,100", *base[2:], "--privacy", "pure:0.2"])
+    last = run_json([*base[:2], "count", *base[2:], "--privacy", "approx:0.2,1e-8"])
+    with sdp.Accountant(None, str(ledger), "default") as account:
+        assert last["spent"] == account.spent()
+    shown = run_json(["budget", str(ledger), "--json"])
+    assert str(last["spent"]) in json.dumps(shown)
+
+
+@pytest.mark.parametrize("budget", ["pure:inf", "pure:1e999", "approx:1e999,1e-6", "zcdp:inf"])
+def test_a_budget_without_limit_is_bad_input(
+    budget: str, people_csv: Path, tmp_path: Path, run_main: MainRun
+) -> None:
+    # the service refused these; the CLI recorded PureDP(inf) in the ledger, and then accepted
+    # any spend from it
+    ledger = tmp_path / "b.sqlite"
+    head = ["query", str(people_csv), "count", "--unit", "who", "--drop-null-units"]
+    code, out, err = run_main([*head, "--budget", budget, "--ledger", str(ledger)])
+    assert code == 2, err
+    assert "finite" in err
+    assert out == ""
+    assert not ledger.exists()
+    plot = ["plot", "capacity", "laplace:1", "-o", str(tmp_path / "c.png")]
+    for command in (["demo"], ["capacity", "laplace:1"], plot):
+        code, _, err = run_main([*command, "--budget", budget])
+        assert code == 2, (command, err)
+        assert "a budget must have finite parameters" in err

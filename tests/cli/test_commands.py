@@ -319,9 +319,12 @@ def test_capacity_359_against_92_and_26() -> None:
     assert got["count"] == sdp.max_compositions(sdp.Exponential(0.025), budget) < 359
 
 
-@pytest.mark.parametrize("item", ["laplace:0.001", "pure:710", "exponential:800", "pure:1e308"])
+@pytest.mark.parametrize(
+    "item", ["laplace:0.001", "pure:710", "exponential:800", "pure:1e308", "gaussian:1e-300"]
+)
 def test_capacity_of_an_item_costing_more_than_the_budget_is_zero(item: str) -> None:
-    """One run past e^709 (ε > 709) overflowed the textbook count's advanced composition."""
+    """One run past e^709 (ε > 709) overflowed the textbook count's advanced composition; a
+    Gaussian of σ = 1e-300 has ρ = 5e599, whose float() overflowed."""
     got = run_json(["capacity", item, "--budget", "approx:1,1e-6", "--json"])
     assert got["count"] == 0
     assert got["classical"]["textbook_count"] == 0  # type: ignore[index]

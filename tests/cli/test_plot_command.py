@@ -163,7 +163,13 @@ def test_renyi_and_budget(tmp_path: Path, drawn: list[Figure]) -> None:
         (["renyi", "br:nan", "-o", "x.png"], 2, "eta must be a number, got NaN"),
         (["renyi", "br:1,2", "-o", "x.png"], 2, "br takes br:eta"),
         # (matplotlib's "cannot be log-scaled" ValueError, exit 1, before)
-        (["renyi", "approx:1,1e-6", "-o", "x.png"], None, "implies no Rényi bound"),
+        (["renyi", "approx:1,1e-6", "-o", "x.png"], None, "has no finite Rényi bound"),
+        (["renyi", "gaussian:1e-200", "-o", "x.png"], None, "D_α past the floats"),
+        (
+            ["capacity", "gaussian:1e-200", "--budget", "approx:1,1e-6", "-o", "x.png"],
+            None,
+            "nothing to draw",
+        ),
         (["profile", "missing.toml", "-o", "x.png"], 2, "cannot read"),
     ],
 )

@@ -134,3 +134,25 @@ def test_cli_row_level(tmp_path: Path, rows: pd.DataFrame) -> None:
     neither = runner.invoke(app, args)
     assert neither.exit_code != 0
     assert "--row-level" in neither.output
+    # a count reads no column at all: Ibis refused the empty projection
+    total = runner.invoke(
+        app,
+        [
+            "query",
+            str(path),
+            "count",
+            "--row-level",
+            "--privacy",
+            "pure:1e4",
+            "--budget",
+            "pure:1e5",
+        ],
+    )
+    assert total.exit_code == 0, total.output
+    assert str(len(rows)) in total.output
+
+
+def test_row_level_total_count_reads_no_column(rows: pd.DataFrame) -> None:
+    # ε = 10^6: P[Z ≠ 0] = 2q/(1 + q), q = e^{−10^6}
+    r = _session(rows).count(privacy=sdp.PureDP(1e6)).run(rng=0).to_pandas()
+    assert r["count"].tolist() == [len(rows)]

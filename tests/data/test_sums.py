@@ -224,3 +224,49 @@ def test_bounds_far_from_zero_get_a_coarser_grid(small: pd.DataFrame, reference:
     assert q.run(rng=0).to_pandas()["sum"].iloc[0] == kept["v"].sum() * 2.0**19
     with pytest.raises(sdp.InvalidParameter, match=r"granularity >= 524288\.0"):
         s.sum("amount", bounds=(lo, hi), privacy=sdp.PureDP(1.0), granularity=1.0)
+
+
+def test_mean_interval_at_a_level_within_an_ulp_of_one(small: pd.DataFrame) -> None:
+    """Each noise's share of the miss, (1 − level)/2, was subtracted from 1, which rounds to 1 at
+    level = nextafter(1, 0): a ZeroDivisionError after the spend. Each half-width is now the least
+    w with 2·P[Z ≥ w + 1] ≤ (1 − level)/2, P[Z ≥ a] = q^a/(1 + q) for the discrete Laplace."""
+    from sharpdp.data._noise import half_width_missing
+
+    level = math.nextafter(1.0, 0.0)
+    s = sdp.data.Session(small, "person", sdp.PureDP(1.0), seed=5)
+    r = s.mean("amount", bounds=(0, 100), privacy=sdp.PureDP(0.5), max_rows=1).run(rng=0)
+    frame = r.to_pandas(level=level)
+    assert frame["lower"].iloc[0] <= frame["mean"].iloc[0] <= frame["upper"].iloc[0]
+    wide, narrow = r.to_pandas(level=0.999), frame
+    assert narrow["lower"].iloc[0] <= wide["lower"].iloc[0]
+    assert narrow["upper"].iloc[0] >= wide["upper"].iloc[0]
+    miss = (1 - level) / 2  # 2^-54
+    for noise in r.noise.values():
+        q = math.exp(-1 / noise.scale)
+        w = 0
+        while 2 * q ** (w + 1) / (1 + q) > miss:
+            w += 1
+        assert half_width_missing(noise, miss) == w
+
+
+def test_released_rows_keeps_the_values_when_an_interval_fails(
+    small: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI and the service show a release after paying for it: should its intervals fail,
+    the values still come back, with the reason (the mean's ZeroDivisionError lost them)."""
+    import sharpdp.data.release as release_module
+
+    s = sdp.data.Session(small, "person", sdp.PureDP(1.0), seed=5)
+    r = s.mean("amount", bounds=(0, 100), privacy=sdp.PureDP(0.5), max_rows=1).run(rng=0)
+    whole, failure = r.released_rows(0.9)
+    assert failure is None
+    assert list(whole.columns) == ["mean", "lower", "upper"]
+
+    def broken(*_: object) -> int:
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(release_module, "half_width_missing", broken)
+    values, failure = r.released_rows(0.9)
+    assert failure == "no intervals (ZeroDivisionError: float division by zero)"
+    assert list(values.columns) == ["mean"]
+    assert values["mean"].iloc[0] == whole["mean"].iloc[0]

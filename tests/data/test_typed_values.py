@@ -118,6 +118,15 @@ def test_timestamps_and_time_zones(dated: pd.DataFrame) -> None:
         s.count_by("day", keys=["2020-01-01 10:00"], privacy=HUGE)
     with pytest.raises(sdp.InvalidParameter, match="not a date"):
         s.count_by("day", keys=["notadate"], privacy=HUGE)
+    # pandas reads years before 1, which no engine literal can be written in (a ValueError or
+    # NotImplementedError from Ibis: a 500 in the service)
+    for column, key in [
+        ("day", "-0001-01-01"),
+        ("when", "-0001-01-01 10:00"),
+        ("day", "0000-06-01"),
+    ]:
+        with pytest.raises(sdp.InvalidParameter, match="years 1 to 9999"):
+            s.count_by(column, keys=[key], privacy=HUGE).run(rng=0)
     assert spent(s) == before
 
 

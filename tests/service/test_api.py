@@ -462,6 +462,9 @@ def test_revoking_counts_live_tokens_only(server: Server) -> None:
     new_analyst(server.url, "tess", "pure:1", ttl_seconds=0.2)
     httpx.post(f"{server.url}/admin/analysts/tess/tokens", headers=admin())  # a second, no ttl
     time.sleep(0.3)  # the first has expired
+    # the listing agrees: one live token (an expired one was counted as live)
+    listed = httpx.get(f"{server.url}/admin/analysts", headers=admin()).json()
+    assert {a["name"]: a["live_tokens"] for a in listed}["tess"] == 1
     r = httpx.delete(f"{server.url}/admin/analysts/tess/tokens", headers=admin())
     assert r.json()["revoked"] == 1
 

@@ -61,6 +61,14 @@ def test_the_ledger_may_be_a_postgres_url(tmp_path: Path) -> None:
         load(write_config(tmp_path, ledger="mysql://root@127.0.0.1/privacy"))
 
 
+def test_a_ledger_directory_that_cannot_be_made_is_a_ledger_error(tmp_path: Path) -> None:
+    # (a FileNotFoundError or NotADirectoryError from mkdir, "unexpected" at the terminal)
+    (tmp_path / "plain").write_text("a file, not a directory")
+    config = load(write_config(tmp_path, ledger=str(tmp_path / "plain" / "sub" / "l.sqlite")))
+    with pytest.raises(sdp.LedgerError, match=r"cannot create the directory .* of \[ledger\] path"):
+        create_app(config, admin_token="x")
+
+
 @pytest.mark.parametrize(("budget", "message"), [("approx:1", "approx takes"), ("br:1", "unknown")])
 def test_a_bad_budget_policy_is_refused(tmp_path: Path, budget: str, message: str) -> None:
     with pytest.raises(sdp.InvalidParameter, match=message):

@@ -1172,7 +1172,9 @@ def _create_file(path: str) -> None:
         raise LedgerError(f"cannot create ledger {path!r} in {directory!r}: {why}") from err
     finally:
         for leftover in (tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"):
-            with contextlib.suppress(FileNotFoundError):
+            # (any OSError: on a read-only file system unlink fails with EROFS, which replaced
+            # the LedgerError above with an unexpected OSError)
+            with contextlib.suppress(OSError):
                 os.unlink(leftover)
 
 

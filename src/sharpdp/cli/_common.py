@@ -13,6 +13,7 @@ too, and only when both streams are terminals (:func:`working`).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import math
@@ -21,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
@@ -299,6 +300,16 @@ def parse_guarantee(text: str, option: str, kinds: Iterable[str] | None = None) 
         kinds: the guarantee names accepted (default: those of :data:`GUARANTEES`).
     """
     return parse_item(text, option, GUARANTEES if kinds is None else kinds)
+
+
+def parse_budget(text: str, option: str, kinds: Iterable[str] | None = None) -> sdp.Guarantee:
+    """:func:`parse_guarantee` for a budget: finite parameters only (``pure:inf``, or a typo such
+    as ``pure:1e999``, would be a budget without limit, and a ledger would record it)."""
+    found = parse_guarantee(text, option, kinds)
+    fields = dataclasses.fields(cast(Any, found))  # the guarantee kinds are dataclasses
+    if not all(math.isfinite(getattr(found, f.name)) for f in fields):
+        raise typer.BadParameter(f"{option}: a budget must have finite parameters, got {text!r}")
+    return found
 
 
 def json_value(x: object) -> object:

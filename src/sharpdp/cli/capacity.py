@@ -38,7 +38,7 @@ from sharpdp.cli._common import (
     app,
     console,
     emit_json,
-    parse_guarantee,
+    parse_budget,
     parse_item,
     working,
 )
@@ -195,7 +195,11 @@ def _as_approx(total: sdp.Guarantee) -> sdp.ApproxDP:
 
 
 def _frac_up(q: Fraction) -> float:
-    x = float(q)
+    """The least float ≥ q (``inf`` past the floats: a Gaussian of σ = 1e-300 has ρ = 5e599)."""
+    try:
+        x = float(q)
+    except OverflowError:
+        return math.inf
     return math.nextafter(x, math.inf) if Fraction(x) < q else x
 
 
@@ -217,7 +221,7 @@ def _classical(
         return _Count(count, how), _Count(count, how)
     approx = _as_approx(total)
     if reading is None:
-        rho = float(_item_rho(g)[0])
+        rho = _frac_up(_item_rho(g)[0])
         how = "zCDP additivity + Bun–Steinke 2016 Lemma 3.5"
         count = textbook_count(None, rho, approx)
         return _Count(count, how), _Count(count, how)
@@ -268,7 +272,7 @@ def capacity(
     (359 fit; 26 by the classical 0.05-DP reading)
     """
     g = parse_item(item, "ITEM")
-    total = parse_guarantee(budget, "--budget", ("approx", "pure", "zcdp"))
+    total = parse_budget(budget, "--budget", ("approx", "pure", "zcdp"))
     adaptive = not non_adaptive
     reading, why = classical_reading(g)
     with working(f"counting {g!r}"):

@@ -21,7 +21,7 @@ from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp._format import lower, upper
-from sharpdp.cli._common import app, console, ledger_path, parse_guarantee
+from sharpdp.cli._common import app, console, ledger_path, parse_budget
 
 #: Released routes the demo prints (the largest counts).
 _ROUTES_SHOWN = 8
@@ -267,7 +267,7 @@ def demo(
 
     Example: sharpdp demo --ledger budget.sqlite   (run it twice: the second run is refused)
     """
-    total = parse_guarantee(budget, "--budget")
+    total = parse_budget(budget, "--budget")
     if not isinstance(total, sdp.ApproxDP):
         raise typer.BadParameter("--budget: the demo takes an approx:ε,δ budget")
     if not 0.0 < level < 1.0:  # checked before anything runs (NaN fails too)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import sharpdp as sdp
-from sharpdp.cli._common import app, console, parse_guarantee, parse_item
+from sharpdp.cli._common import app, console, parse_budget, parse_item
 from sharpdp.cli.compose import load_plan
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def capacity(
         raise typer.BadParameter(f"--max-k: must be at least 1, got {max_k}")
     with _reported():
         g = parse_item(item, "ITEM")
-        b = parse_guarantee(budget, "--budget")
+        b = parse_budget(budget, "--budget")
         from sharpdp.plots.capacity import capacity as draw
         from sharpdp.plots.capacity import default_ks
 

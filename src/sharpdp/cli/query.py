@@ -35,7 +35,15 @@ from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp._format import upper
-from sharpdp.cli._common import Digits, app, console, ledger_path, parse_guarantee
+from sharpdp.cli._common import (
+    Digits,
+    app,
+    console,
+    err_console,
+    ledger_path,
+    parse_budget,
+    parse_guarantee,
+)
 from sharpdp.errors import SharpDPError
 
 __all__ = ["query"]
@@ -244,7 +252,7 @@ def _recorded_budget(ledger: Path | None, analyst: str) -> sdp.Guarantee | None:
 def _budget(text: str | None, recorded: sdp.Guarantee | None) -> sdp.Guarantee:
     """``--budget`` if given; else the budget the ledger records for the analyst; else the default."""
     if text is not None:
-        return parse_guarantee(text, "--budget")
+        return parse_budget(text, "--budget")
     return recorded if recorded is not None else parse_guarantee(DEFAULT_BUDGET, "--budget")
 
 
@@ -519,12 +527,10 @@ def _run(
         raise sdp.BudgetExceeded(
             f"{err} (the default budget --budget {DEFAULT_BUDGET}: pass --budget for another{keep})"
         ) from err
-    frame = result.to_pandas(level=level)
-    spent = (
-        session.accountant.epsilon(explanation.budget.delta_)
-        if isinstance(explanation.budget, sdp.ApproxDP)
-        else explanation.spent_after
-    )
+    frame, failure = result.released_rows(level)  # (paid for: never lost to an interval)
+    if failure is not None:
+        err_console.print(f"warning: {failure}; the values are shown alone", markup=False)
+    spent = session.accountant.spent()  # the odometer as `sharpdp budget` and the service read it
     if as_json:
         from sharpdp.data.release import json_rows  # (loaded by the query already)
 

@@ -148,13 +148,18 @@ def half_width(noise: IntegerNoise, level: float) -> int:
         >>> half_width(sdp.DiscreteLaplace(1), 0.5)   # P[|Z| ≤ 0] = (1 − q)/(1 + q) ≈ 0.46
         1
     """
-    return _half_width(noise, float(level))
+    return _half_width(noise, 1.0 - float(level))
+
+
+def half_width_missing(noise: IntegerNoise, miss: float) -> int:
+    """:func:`half_width` at level 1 − ``miss``, for a miss probability too small to survive
+    being subtracted from 1 (a union bound's share of 1 − level near 1: (1 − level)/2 can be
+    below half an ulp of 1)."""
+    return _half_width(noise, float(miss))
 
 
 @functools.lru_cache(maxsize=256)
-def _half_width(noise: IntegerNoise, level: float) -> int:
-    miss = 1.0 - level
-
+def _half_width(noise: IntegerNoise, miss: float) -> int:
     def valid(w: int) -> bool:
         return 2.0 * upper_tail(noise, w + 1) <= miss
 

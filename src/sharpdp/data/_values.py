@@ -118,6 +118,8 @@ def _timestamp_of(v: object) -> pd.Timestamp:
         raise _NotOfColumn("is not a date or time pandas can read") from None
     if pd.isna(ts):
         raise _NotOfColumn("is NaT (keys must not be NULL)")
+    if not 1 <= ts.year <= 9999:  # the engines' literals are written through Python's datetime
+        raise _NotOfColumn("is outside the years 1 to 9999 that a key can be written in")
     return ts
 
 

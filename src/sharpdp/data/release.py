@@ -17,7 +17,7 @@ import pandas as pd
 
 from sharpdp import _math, _validate
 from sharpdp._format import exact, html_table, lower, text_table, upper
-from sharpdp.data._noise import IntegerNoise, half_width
+from sharpdp.data._noise import IntegerNoise, half_width, half_width_missing
 
 if TYPE_CHECKING:
     from sharpdp.accounting.ledger import Entry
@@ -162,6 +162,17 @@ class Release:
         _level(level)
         return self.frame.copy()
 
+    def released_rows(self, level: float = 0.95) -> tuple[pd.DataFrame, str | None]:
+        """``to_pandas(level)``, or, should its intervals fail, the released values alone and why.
+
+        For callers that show a release after paying for it (the CLI, the service): the values
+        are the part that was paid for, and an interval's failure must not lose them.
+        """
+        try:
+            return self.to_pandas(level), None
+        except Exception as err:  # any failure of the intervals: the values still stand
+            return self.frame.copy(), f"no intervals ({type(err).__name__}: {err})"
+
     def _law(self, level: float) -> str:
         """The line under the table: each released statistic's noise law (and its intervals)."""
         laws = "; ".join(f"{name}: Z ~ {law!r}" for name, law in self.noise.items())
@@ -265,9 +276,9 @@ class MeanRelease(Release):
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:
         """See the class docstring."""
         lv = _level(level)
-        each = 1.0 - (1.0 - lv) / 2.0
-        a = half_width(self.noise["sum"], each)
-        b = half_width(self.noise["count"], each)
+        each = (1.0 - lv) / 2.0  # each noise's miss (exact: 1 − (1 − lv)/2 can round to 1)
+        a = half_width_missing(self.noise["sum"], each)
+        b = half_width_missing(self.noise["count"], each)
         lo_b, hi_b = self.bounds
         lowers, uppers = [], []
         for s_hat, n_hat in zip(self.sums.tolist(), self.counts.tolist(), strict=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -183,6 +184,12 @@ def capacity(
     """
     eps, delta = _budget(budget)
     found = capacities(item, budget, ks, adaptive=adaptive)
+    finite = [v for values in found.values.values() for v in values if v is not None]
+    if not any(0.0 < v < math.inf for v in finite):  # (matplotlib: "cannot be log-scaled")
+        raise InvalidParameter(
+            f"capacity: no analysis gives {item!r} a finite positive ε at δ = {delta:g} for any "
+            f"k drawn ({found.ks[0]:,} to {found.ks[-1]:,}): nothing to draw on log axes"
+        )
     mode = "adaptive" if adaptive else "non-adaptive"
     at = f"δ = {delta:g}" if delta > 0.0 else "δ = 0"
     fig, ax = new_figure(f"{mode.capitalize()} compositions of {item!r} within (ε = {eps:g}, {at})")

@@ -71,7 +71,8 @@ def renyi(
         # (matplotlib's "cannot be log-scaled" ValueError, or a legend entry without a line)
         if not any(0.0 < v < math.inf for v in curve):
             why = (
-                "implies no Rényi bound (an (ε, δ) guarantee with δ > 0 implies none)"
+                "has no finite Rényi bound at these orders (a δ > 0 implies none; noise far "
+                "below the sensitivity puts D_α past the floats)"
                 if all(v == math.inf for v in curve)
                 else "has no positive finite Rényi bound at these orders to draw on log axes"
             )

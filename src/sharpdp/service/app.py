@@ -234,6 +234,17 @@ def _payload(value: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _make_directory(directory: Path, what: str) -> None:
+    """Create ``directory`` (and its parents) for ``what``; a clear error when it cannot be."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+        raise sdp.LedgerError(
+            f"cannot create the directory {str(directory)!r} of {what}: {why}"
+        ) from err
+
+
 class Service:
     """What the routes share: the config, the ledger, the state file and the data sets."""
 
@@ -241,8 +252,8 @@ class Service:
         self.config = config
         loaded = load_all(config)  # first: a file it cannot serve leaves no ledger behind
         if isinstance(config.ledger, Path):
-            config.ledger.parent.mkdir(parents=True, exist_ok=True)
-        config.state.parent.mkdir(parents=True, exist_ok=True)
+            _make_directory(config.ledger.parent, "[ledger] path")
+        _make_directory(config.state.parent, "the state file")
         self.ledger = open_ledger(config.ledger)
         self.db = Database(config.state)
         self.auth = Authenticator(self.db, admin_token)

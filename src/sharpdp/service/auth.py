@@ -166,10 +166,12 @@ class Authenticator:
 
     def analysts(self) -> list[dict[str, object]]:
         """Every analyst with its policy and live-token count."""
-        rows = self._db.read(
+        rows = self._db.read(  # live: neither revoked nor expired (as revoke() counts them)
             "SELECT a.name, a.budget, a.period, a.created_at, "
-            "(SELECT COUNT(*) FROM tokens t WHERE t.analyst = a.name AND t.revoked_at IS NULL) "
-            "FROM analysts a ORDER BY a.name"
+            "(SELECT COUNT(*) FROM tokens t WHERE t.analyst = a.name AND t.revoked_at IS NULL "
+            "AND (t.expires_at IS NULL OR t.expires_at > ?)) "
+            "FROM analysts a ORDER BY a.name",
+            (_now().isoformat(),),
         )
         return [
             {"name": n, "budget": b, "period": p, "created_at": c, "live_tokens": k}

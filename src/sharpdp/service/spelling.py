@@ -4,14 +4,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-import math
-from typing import Any, cast
-
 import typer
 
 import sharpdp as sdp
-from sharpdp.cli._common import parse_guarantee
+from sharpdp.cli._common import parse_budget, parse_guarantee
 
 __all__ = ["budget", "target"]
 
@@ -33,11 +29,12 @@ def _parse(text: object, where: str, kinds: tuple[str, ...]) -> sdp.Guarantee:
 def budget(text: object, where: str = "budget") -> sdp.Guarantee:
     """``approx:1,1e-6`` → ``sdp.ApproxDP(1.0, 1e-6)``; ``pure:ε`` and ``zcdp:ρ`` too. Finite only:
     ``pure:inf`` (or a typo such as ``pure:1e999``) would be a budget without limit."""
-    found = _parse(text, where, BUDGETS)
-    fields = dataclasses.fields(cast(Any, found))  # the budget kinds are dataclasses
-    if not all(math.isfinite(getattr(found, f.name)) for f in fields):
-        raise sdp.InvalidParameter(f"{where} must have finite parameters, got {text!r}")
-    return found
+    if not isinstance(text, str):
+        raise sdp.InvalidParameter(f"{where} must be a string like 'pure:0.1', got {text!r}")
+    try:
+        return parse_budget(text, where, BUDGETS)
+    except typer.BadParameter as err:
+        raise sdp.InvalidParameter(str(err.message)) from None
 
 
 def target(text: object, where: str = "privacy") -> sdp.Guarantee:
