@@ -1122,3 +1122,138 @@ def cks20_epsilon_mp(alpha: float, tau: float, delta: float) -> mp.mpf:
     with mp.workdps(40):
         a = mp.mpf(alpha)
         return mp.mpf(tau) + mp.log((a - 1) / a) - (mp.log(mp.mpf(delta)) + mp.log(a)) / (a - 1)
+
+
+# -- extreme parameters: each reference is independent of sharpdp (mpmath, rationals, a pair) -----
+
+
+def _gaussian_delta(mu: mp.mpf, epsilon: mp.mpf) -> mp.mpf:
+    """The Gaussian mechanism's exact δ(ε) at μ = Δ/σ, Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ)."""
+    return mp.ncdf(mu / 2 - epsilon / mu) - mp.e**epsilon * mp.ncdf(-mu / 2 - epsilon / mu)
+
+
+@pytest.mark.parametrize(
+    ("mu", "tau"), [(1e-20, 1.0), (1.0, 1e9), (10.0, 1e150), (0.3, 1e6), (5e-324, 1e-300)]
+)
+def test_mcdp_never_loses_its_mean(mu: float, tau: float) -> None:
+    """ξ = μ − τ²/2 in floats lost μ when μ ≪ τ²/2 (and ρ = τ²/2 underflowed to 0 at τ = 1e-300):
+    MCDP(1e-20, 1) read as perfectly private. The Gaussian with μ_g = min(τ, √(2μ)) is
+    (μ, τ)-mCDP (its loss is N(μ_g²/2, μ_g²)), so every answer must cover its (2000 digits)."""
+    g = sdp.MCDP(mu, tau)
+    with mp.workdps(2000):
+        m = min(mp.mpf(tau), mp.sqrt(2 * mp.mpf(mu)))
+        assert g.delta(0.0) >= 2 * mp.ncdf(m / 2) - 1
+        e = g.epsilon(1e-6)
+        if e < 1e4:  # (δ(ε) decreases: past it, below 1e-6 for every μ_g here)
+            assert _gaussian_delta(m, mp.mpf(e)) <= 1e-6
+        for alpha in (1.0, 2.0, 10.0):
+            assert g.renyi(alpha) >= mp.mpf(alpha) * m * m / 2 * (1 - mp.mpf(10) ** -100)
+    assert Fraction(g.renyi(1.0)) >= Fraction(mu)  # E[Z] ≤ μ is attained: KL = μ possible
+    assert math.isinf(g.renyi(math.inf))  # a subgaussian loss is unbounded
+    laplace = sdp.convert(sdp.Laplace(1.0, sensitivity=20.0), sdp.MCDP)
+    with mp.workdps(40):  # the Laplace KL ε0 + e^{−ε0} − 1 (it read 1.1e-14 below)
+        assert laplace.renyi(1.0) >= 19 + mp.exp(-20)
+
+
+def test_listed_rdp_points_far_apart_interpolate_validly() -> None:
+    """The chord weight w = (a − α)/(a − a0) rounded to 1 with a = 1e20, dropping the upper
+    point: D_10 read 0.111 below D_2 = 1. The pair P = (0.2, 0.8), Q = (0.2e⁻², 1 − 0.2e⁻²)
+    meets D_2 ≤ 1 and D_∞ = 2 ≤ 1000, so it satisfies the guarantee; its D_10 and δ(1) are
+    lower bounds on the guarantee's."""
+    r = sdp.RDP((2.0, 1e20), (1.0, 1000.0))
+    with mp.workdps(50):
+        p = [mp.mpf("0.2"), mp.mpf("0.8")]
+        q = [mp.mpf("0.2") * mp.e**-2, 1 - mp.mpf("0.2") * mp.e**-2]
+
+        def renyi(alpha: mp.mpf) -> mp.mpf:
+            return mp.log(sum(a**alpha * b ** (1 - alpha) for a, b in zip(p, q, strict=False))) / (
+                alpha - 1
+            )
+
+        assert renyi(2) <= 1
+        assert r.renyi(10.0) >= renyi(10)
+        assert r.renyi(10.0) >= r.renyi(2.0)
+        assert r.delta(1.0) >= sum(max(0, a - mp.e * b) for a, b in zip(p, q, strict=False))
+        assert sdp.compose([r]).delta(1.0) >= sum(
+            max(0, a - mp.e * b) for a, b in zip(p, q, strict=False)
+        )
+
+
+def test_tiny_parameters_keep_positive_bounds() -> None:
+    """αμ²/2 underflowed to 0 (GDP(1e-200)); RR's δ at ε0 − ε of one subnormal unit rounded to
+    0; CKS20's log δ overflowed to −inf (α = 1e300, ε = 1e10) and read as δ = 0."""
+    assert Fraction(sdp.GDP(1e-200).renyi(2.0)) >= Fraction(1e-200) ** 2
+    with mp.workdps(700):
+        mu = mp.mpf(1e-300)
+        assert sdp.convert(sdp.GDP(1e-300), sdp.RDP).delta(0.0) >= 2 * mp.ncdf(mu / 2) - 1
+        tiny = mp.mpf(5e-324)
+        assert sdp.PureDP(5e-324).delta(0.0) >= mp.tanh(tiny / 2)
+        assert sdp.RandomizedResponse(5e-324).delta(0.0) >= mp.tanh(tiny / 2)
+        assert sdp.ApproxDP(5e-324, 5e-324).delta(0.0) >= tiny + (1 - tiny) * mp.tanh(tiny / 2)
+    assert sdp.convert(sdp.PureDP(5e-324), sdp.ApproxDP, epsilon=0.0).delta_ > 0.0
+    assert sdp.RDP((1e300,), (1.0,)).delta(1e10) > 0.0
+    assert sdp.RDP((10.0,), (710.0,)).delta(1.7e308) > 0.0
+
+
+def test_products_are_rounded_up() -> None:
+    """ρα, αμ²/2, k·η (TopK's D_∞ and group) and k·Δ_eff (Laplace's group) were rounded to
+    nearest: about half fell an ulp below the exact rational (TopK(3, 0.7).epsilon(0) =
+    2.0999999999999996 < 3 × 0.7, and δ there read 0)."""
+    rng = np.random.default_rng(5)
+    for rho, alpha in zip(rng.uniform(0, 2, 300), rng.uniform(1, 50, 300), strict=False):
+        assert Fraction(sdp.ZCDP(rho).renyi(alpha)) >= Fraction(rho) * Fraction(alpha)
+        assert Fraction(sdp.GDP(rho).renyi(alpha)) >= Fraction(alpha) * Fraction(rho) ** 2 / 2
+    top = sdp.TopK(3, 0.7)
+    assert Fraction(top.epsilon(0.0)) >= 3 * Fraction(0.7)
+    assert Fraction(top.renyi(math.inf)) >= 3 * Fraction(0.7)
+    assert Fraction(sdp.TopK(3, 1e-20).group(3).epsilon_) >= 3 * Fraction(1e-20)
+    assert Fraction(sdp.TopK(3, 0.1).group(1000).epsilon_) >= 1000 * Fraction(0.1)
+    laplace = sdp.Laplace(2.0527327176660117, sensitivity=6.407829781405481)
+    k = 9269811
+    assert Fraction(laplace.group(k).effective_sensitivity) >= k * Fraction(
+        laplace.effective_sensitivity
+    )
+
+
+def test_composition_of_subnormal_epsilons_is_valid() -> None:
+    """KOV's sums lost whole units at subnormal ε: 16 × PureDP(5e-324) read δ(5e-324) =
+    4.9e-324 (exactly 5.8e-324), and max_compositions allowed 23 where 23 copies have δ =
+    7.1e-324. Exact: the k-fold randomized response, Σ_i C(k, i) pⁱ(1 − p)^{k−i}
+    (1 − e^{ε − (2i − k)ε0})₊, p = e^{ε0}/(1 + e^{ε0}) (800 digits)."""
+
+    def exact(k: int, epsilon: float) -> mp.mpf:
+        e0, e = mp.mpf(5e-324), mp.mpf(epsilon)
+        p = mp.e**e0 / (1 + mp.e**e0)
+        return mp.fsum(
+            mp.binomial(k, i)
+            * p**i
+            * (1 - p) ** (k - i)
+            * max(0, 1 - mp.e ** (e - (2 * i - k) * e0))
+            for i in range(k + 1)
+        )
+
+    with mp.workdps(800):
+        assert sdp.compose([(sdp.PureDP(5e-324), 16)]).delta(5e-324) >= exact(16, 5e-324)
+        eps = sdp.compose([(sdp.PureDP(5e-324), 50)]).epsilon(5e-324)
+        assert exact(50, eps) <= 5e-324
+        count = sdp.max_compositions(sdp.PureDP(5e-324), sdp.ApproxDP(5e-324, 5e-324))
+        assert exact(count, 5e-324) <= 5e-324
+
+
+def test_laplace_renyi_is_never_below_mironovs_formula() -> None:
+    """D_α of the Laplace mechanism [Mironov 2017 Prop 6] in 60 digits, α → 1 the KL
+    ε0 + e^{−ε0} − 1: the float closed forms were a few ulps either way (KL at ε0 = 20 one
+    below)."""
+    with mp.workdps(60):
+        for eps0 in (1e-8, 0.01, 0.3, 1.0, 3.0, 20.0, 300.0):
+            e0 = mp.mpf(eps0)
+            m = sdp.Laplace(1.0 / eps0) if eps0 <= 1.0 else sdp.Laplace(1.0, sensitivity=eps0)
+            assert Fraction(m.epsilon0) == Fraction(eps0)
+            assert m.renyi(1.0) >= e0 + mp.exp(-e0) - 1
+            for alpha in (1.001, 1.5, 2.0, 7.0, 100.0, 1e4):
+                a = mp.mpf(alpha)
+                exact = mp.log(
+                    a / (2 * a - 1) * mp.exp((a - 1) * e0) + (a - 1) / (2 * a - 1) * mp.exp(-a * e0)
+                ) / (a - 1)
+                assert m.renyi(alpha) >= exact, (eps0, alpha)
+                assert m.renyi(alpha) <= exact * (1 + 1e-12) + 1e-300

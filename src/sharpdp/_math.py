@@ -64,6 +64,16 @@ def float_up(x: Fraction) -> float:
     return f
 
 
+def times_up(value: float, k: int | float) -> float:
+    """k·value rounded up: the least float ≥ the exact product (0 and ±inf kept; ``k`` exact).
+
+    Group parameters, k-fold sums and sensitivities rounded to nearest fell an ulp below the
+    exact product in about half of the cases."""
+    if math.isinf(value) or value == 0.0:
+        return value
+    return float_up(Fraction(value) * Fraction(k))
+
+
 def log1mexp(x: float) -> float:
     """Return log(1 − e^{−x}) for x ≥ 0, accurately for small and large x (−inf at x = 0)."""
     if x < 0:

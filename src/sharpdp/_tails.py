@@ -7,6 +7,7 @@ evaluated exactly at the α that is returned (no root-finder error can make it i
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable
 
 from sharpdp import _divergences, _math
@@ -34,7 +35,12 @@ def cks20_log_delta(alpha: float, tau: float, epsilon: float) -> float:
     """
     if math.isinf(tau):
         return 0.0
-    return (alpha - 1.0) * (tau - epsilon + math.log1p(-1.0 / alpha)) - math.log(alpha)
+    value = (alpha - 1.0) * (tau - epsilon + math.log1p(-1.0 / alpha)) - math.log(alpha)
+    if value == -math.inf and not math.isinf(epsilon):
+        # a finite exponent past the floats (α = 1e300, ε = 1e10): δ is positive, however
+        # small; −inf would read as δ = 0, the lowest finite log as 5e-324
+        return -sys.float_info.max
+    return value
 
 
 def cks20_delta(alpha: float, tau: float, epsilon: float) -> float:

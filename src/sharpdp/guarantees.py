@@ -287,9 +287,7 @@ class Guarantee:
 def _times(value: float, k: int) -> float:
     """k·value rounded up (a group parameter rounded to nearest fell an ulp below k·value in about
     a third of cases); inf stays inf."""
-    if math.isinf(value) or value == 0.0:
-        return value
-    return _math.float_up(Fraction(value) * k)
+    return _math.times_up(value, k)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -432,7 +430,10 @@ class ZCDP(Guarantee):
             return _divergences.rr_renyi(self.xi, alpha)
         if alpha == math.inf or math.isinf(self.rho):
             return self.xi if self.rho == 0.0 else math.inf
-        return self.xi + self.rho * alpha
+        if math.isinf(self.xi):
+            return math.inf
+        # ξ + ρα rounded up, exactly (to nearest, a third of the values fell an ulp below)
+        return _math.float_up(Fraction(self.xi) + Fraction(self.rho) * Fraction(alpha))
 
     def _randomized_response(self) -> tuple[float, int] | None:
         return (self.xi, 2) if self.rho == 0.0 and self.xi >= 0.0 else None
@@ -515,12 +516,25 @@ class MCDP(Guarantee):
 
     @property
     def zcdp(self) -> ZCDP:
-        """The zCDP guarantee of BS16 Lemma 4.2."""
-        rho = 0.5 * self.tau * self.tau
-        return ZCDP(rho, self.mu - rho)  # ξ = μ − τ²/2 ≥ −ρ since μ ≥ 0
+        """The zCDP guarantee of BS16 Lemma 4.2, rounded against the user: ρ ≥ τ²/2 (never 0
+        for τ > 0) and ξ ≥ μ − ρ, with ξ + ρ ≥ μ in floating point too (ξ = μ − ρ rounded to
+        nearest lost μ when μ ≪ ρ: MCDP(1e-20, 1) read as perfectly private)."""
+        if math.isinf(self.tau):
+            return ZCDP(math.inf)
+        rho = _math.float_up(Fraction(self.tau) ** 2 / 2)
+        if rho == 0.0 and self.tau > 0.0:
+            rho = 5e-324
+        xi = _math.float_up(Fraction(self.mu) - Fraction(rho))  # ≥ −ρ since μ ≥ 0
+        while xi + rho < self.mu:
+            xi = math.nextafter(xi, math.inf)
+        return ZCDP(rho, xi)
 
     def _renyi(self, alpha: float) -> float:
-        return self.zcdp._renyi(alpha)
+        if alpha == math.inf or self.tau == 0.0 or math.isinf(self.tau) or math.isinf(self.mu):
+            return self.zcdp._renyi(alpha)
+        # D_α ≤ μ + (τ²/2)(α − 1), exactly (through ξ = μ − τ²/2 it cancelled)
+        excess = Fraction(self.tau) ** 2 / 2 * (Fraction(alpha) - 1)
+        return _math.float_up(Fraction(self.mu) + excess)
 
     def _delta(self, epsilon: float) -> float:
         return self.zcdp._delta(epsilon)
@@ -581,7 +595,10 @@ class GDP(Guarantee):
     def _renyi(self, alpha: float) -> float:
         if self.mu == 0.0:
             return 0.0
-        return math.inf if alpha == math.inf else 0.5 * alpha * self.mu * self.mu
+        if alpha == math.inf or math.isinf(self.mu):
+            return math.inf
+        # αμ²/2 rounded up, exactly: never an ulp below, never 0 for μ > 0 (GDP(1e-200) gave 0)
+        return _math.float_up(Fraction(alpha) * Fraction(self.mu) ** 2 / 2)
 
     def _delta(self, epsilon: float) -> float:
         return _divergences.gaussian_delta(self.mu, epsilon)
@@ -690,11 +707,15 @@ class RDP(Guarantee):
                 best = min(best, e)  # monotonicity of D_α in α
                 if prev is not None and a < math.inf and e < math.inf and prev[1] < math.inf:
                     # convexity of (α − 1)D_α between the neighbouring orders
+                    # in rationals, rounded up: with a huge upper order, w = (a − α)/(a − a0)
+                    # rounded to 1 in floats and the chord lost its upper term (D_10 read
+                    # below D_2)
                     a0, e0 = prev
-                    w = (a - alpha) / (a - a0)
-                    h = w * (a0 - 1.0) * e0 + (1.0 - w) * (a - 1.0) * e
+                    fa, fa0, fal = Fraction(a), Fraction(a0), Fraction(alpha)
+                    w = (fa - fal) / (fa - fa0)
+                    h = w * (fa0 - 1) * Fraction(e0) + (1 - w) * (fa - 1) * Fraction(e)
                     if alpha > 1.0:
-                        best = min(best, h / (alpha - 1.0))
+                        best = min(best, _math.float_up(h / (fal - 1)))
                 break
             prev = (a, e)
         if alpha < math.inf:

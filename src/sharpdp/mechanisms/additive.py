@@ -152,8 +152,9 @@ class Laplace(_OnGrid, Mechanism):
         return _divergences.laplace_epsilon(self.epsilon0, delta)
 
     def _group(self, k: int) -> Laplace:
-        # k records move the rounded query by at most k·Δ_eff (a multiple of γ: no new rounding).
-        return Laplace(self.scale, k * self.effective_sensitivity, self.granularity)
+        # k records move the rounded query by at most k·Δ_eff (rounded up: to nearest it fell
+        # below k·Δ_eff from k ~ 10⁷)
+        return Laplace(self.scale, _math.times_up(self.effective_sensitivity, k), self.granularity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +260,9 @@ class Gaussian(_OnGrid, Mechanism):
         return _divergences.gaussian_epsilon(self.mu, delta)
 
     def _group(self, k: int) -> Gaussian:
-        # k records move the rounded query by at most k·Δ_eff (a multiple of γ: no new rounding).
-        return Gaussian(self.sigma, k * self.effective_sensitivity, self.granularity)
+        # k records move the rounded query by at most k·Δ_eff (rounded up: to nearest it fell
+        # below k·Δ_eff from k ~ 10⁷)
+        return Gaussian(self.sigma, _math.times_up(self.effective_sensitivity, k), self.granularity)
 
 
 def _resolve_granularity(granularity: object, noise_scale: float, sensitivity: float) -> float:
@@ -283,7 +285,9 @@ def laplace_to_zcdp(m: Laplace) -> ZCDP:
     mechanisms", FORC 2026, arXiv 2510.25746; conjectured by Y.-X. Wang 2022.] Tight: it equals the
     KL divergence, the α → 1 limit of D_α/α. Much smaller than ε0·tanh(ε0/2) and ε0²/2.
     """
-    return ZCDP(_math.expm1mx(-m.epsilon0))  # ε0 + e^{−ε0} − 1 without cancellation
+    # ε0 + e^{−ε0} − 1 without cancellation, moved up against its rounding (to nearest it fell
+    # an ulp below at ε0 = 20)
+    return ZCDP(_math.up(_math.expm1mx(-m.epsilon0)))
 
 
 @register(

@@ -20,7 +20,7 @@ from typing import ClassVar, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from sharpdp import _divergences, _validate
+from sharpdp import _divergences, _math, _validate
 from sharpdp.conversions import register
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
 from sharpdp.guarantees import ZCDP, BoundedRange, Guarantee, PureDP
@@ -603,7 +603,7 @@ class TopK(_ScoreSelection):
         raise NotImplementedError("TopK with k > 1 implements the guarantee hooks directly")
 
     def _renyi(self, alpha: float) -> float:
-        return self.k * _divergences.br_renyi(self.epsilon_, alpha)
+        return _math.times_up(_divergences.br_renyi(self.epsilon_, alpha), self.k)
 
     # k > 1 adaptively composed ε-BR rounds: no single characterising guarantee, so the generic
     # routes of Guarantee apply (the kε-DP profile, and CKS20 on the exact k-fold BR curve);
@@ -619,7 +619,7 @@ class TopK(_ScoreSelection):
         return Guarantee._epsilon(self, delta)
 
     def _group(self, k: int) -> Mechanism:
-        return TopK(self.k, k * self.epsilon_, self.sensitivity, self.monotonic)
+        return TopK(self.k, _math.times_up(self.epsilon_, k), self.sensitivity, self.monotonic)
 
 
 @register(
