@@ -479,6 +479,8 @@ class DiscretePLD:
             value = np.where(value > 0.0, np.nextafter(value, np.inf), 0.0)
             return np.asarray(np.minimum(1.0, value), dtype=np.float64)
         value = (out * (1.0 - margin) + self.inf_mass) * (1.0 - 4 * U) - extra
+        # an infinite extra against an overflowed δ is inf − inf: no lower bound there but 0
+        value = np.where(np.isnan(value), 0.0, value)
         return np.asarray(np.clip(value * (1.0 - 4 * U), 0.0, 1.0), dtype=np.float64)
 
     def _has_extra(self) -> bool:
