@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
 
 import sharpdp as sdp
@@ -17,11 +19,13 @@ BUDGETS = ("pure", "approx", "zcdp")
 TARGETS = ("pure", "approx", "zcdp", "approxzcdp")
 
 
-def _parse(text: object, where: str, kinds: tuple[str, ...]) -> sdp.Guarantee:
+def _parse(
+    text: object, where: str, kinds: tuple[str, ...], parser: Callable[..., sdp.Guarantee]
+) -> sdp.Guarantee:
     if not isinstance(text, str):
         raise sdp.InvalidParameter(f"{where} must be a string like 'pure:0.1', got {text!r}")
     try:
-        return parse_guarantee(text, where, kinds)
+        return parser(text, where, kinds)
     except typer.BadParameter as err:
         raise sdp.InvalidParameter(str(err.message)) from None
 
@@ -29,14 +33,9 @@ def _parse(text: object, where: str, kinds: tuple[str, ...]) -> sdp.Guarantee:
 def budget(text: object, where: str = "budget") -> sdp.Guarantee:
     """``approx:1,1e-6`` → ``sdp.ApproxDP(1.0, 1e-6)``; ``pure:ε`` and ``zcdp:ρ`` too. Finite only:
     ``pure:inf`` (or a typo such as ``pure:1e999``) would be a budget without limit."""
-    if not isinstance(text, str):
-        raise sdp.InvalidParameter(f"{where} must be a string like 'pure:0.1', got {text!r}")
-    try:
-        return parse_budget(text, where, BUDGETS)
-    except typer.BadParameter as err:
-        raise sdp.InvalidParameter(str(err.message)) from None
+    return _parse(text, where, BUDGETS, parse_budget)
 
 
 def target(text: object, where: str = "privacy") -> sdp.Guarantee:
     """A query's privacy target: ``pure:ε``, ``approx:ε,δ``, ``zcdp:ρ`` or ``approxzcdp:ρ,δ``."""
-    return _parse(text, where, TARGETS)
+    return _parse(text, where, TARGETS, parse_guarantee)
