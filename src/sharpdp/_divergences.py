@@ -227,17 +227,29 @@ def laplace_renyi(epsilon0: float, alpha: float) -> float:
         return 0.0
     if alpha == math.inf:
         return epsilon0
-    # each branch is accurate to a few ulps either way: moved up by 4 (KL at ε0 = 20 read
-    # 19.000000002061153, an ulp below ε0 + e^{−ε0} − 1), and never above D_∞ = ε0
+    # Each branch is accurate to a few ulps either way (at most 5.1 ulps below over 20,000
+    # random (ε0, α) against 50-digit values; the KL at ε0 = 20 read an ulp below
+    # ε0 + e^{−ε0} − 1): moved up by a relative 2⁻⁴⁶ (~60 ulps), never above D_∞ = ε0
     if alpha == 1.0:
-        return min(epsilon0, _math.up(_math.expm1mx(-epsilon0)))
+        return laplace_kl(epsilon0)
     lam = alpha - 1.0
     two_a = 2.0 * alpha - 1.0
     if lam * epsilon0 <= 1.0:
         b = (alpha * _math.expm1mx(lam * epsilon0) + lam * _math.expm1mx(-alpha * epsilon0)) / two_a
-        return min(epsilon0, _math.up(math.log1p(b) / lam))
+        return min(epsilon0, _padded(math.log1p(b) / lam))
     value = epsilon0 + math.log1p(lam * math.expm1(-two_a * epsilon0) / two_a) / lam
-    return min(epsilon0, _math.up(value))
+    return min(epsilon0, _padded(value))
+
+
+def laplace_kl(epsilon0: float) -> float:
+    """KL of the Laplace pair, ε0 + e^{−ε0} − 1 (the α → 1 limit of :func:`laplace_renyi`),
+    rounded up as it is; also its tight zCDP parameter [Harrison–Manurangsi 2025]."""
+    return min(epsilon0, _padded(_math.expm1mx(-epsilon0)))
+
+
+def _padded(x: float) -> float:
+    """x ≥ 0 moved up by a relative 2⁻⁴⁶ and one ulp (a subnormal x by the ulp)."""
+    return _math.up(x * (1.0 + 2.0**-46), 1)
 
 
 # --- Gaussian / GDP ------------------------------------------------------------------------------

@@ -825,10 +825,12 @@ def guarantee_to_mcdp(g: Guarantee) -> MCDP:
         raise NoExplicitBound(
             f"{g!r} ⇒ mCDP holds only with an unspecified constant (via zCDP and BS16 Lemma 4.3)"
         )
-    width = 2.0 * eps
+    tau = eps  # half the width 2ε (halved first: 2ε may overflow)
     with contextlib.suppress(NotImplied):
-        width = min(width, convert(g, BoundedRange).eta)
-    return MCDP(g.renyi(1.0), 0.5 * width)
+        eta = convert(g, BoundedRange).eta
+        if math.isfinite(eta):  # η/2 rounded up (to nearest it fell below at subnormal η)
+            tau = min(tau, _math.float_up(Fraction(eta) / 2))
+    return MCDP(g.renyi(1.0), tau)
 
 
 _CERTIFIED_BUDGET = 20000  # Rényi evaluations (about 0.15 s)

@@ -284,6 +284,10 @@ class Guarantee:
         raise NotImplied(f"no group-privacy bound is implemented for {type(self).__name__}")
 
 
+#: Below this, float products may be subnormal (few bits): the exact rational path is taken.
+_SAFE_LOW = 1e-290
+
+
 def _times(value: float, k: int) -> float:
     """k·value rounded up (a group parameter rounded to nearest fell an ulp below k·value in about
     a third of cases); inf stays inf."""
@@ -432,7 +436,12 @@ class ZCDP(Guarantee):
             return self.xi if self.rho == 0.0 else math.inf
         if math.isinf(self.xi):
             return math.inf
-        # ξ + ρα rounded up, exactly (to nearest, a third of the values fell an ulp below)
+        # ξ + ρα rounded up (to nearest, a third of the values fell an ulp below). With ξ ≥ 0
+        # both terms are non-negative: two roundings, a relative error ≤ 2u + u², covered by 3
+        # ulps (one ulp of c exceeds u·c) while c stays normal; else exactly, in rationals
+        value = self.xi + self.rho * alpha
+        if self.xi >= 0.0 and _SAFE_LOW <= value < math.inf:
+            return _math.up(value, 3)
         return _math.float_up(Fraction(self.xi) + Fraction(self.rho) * Fraction(alpha))
 
     def _randomized_response(self) -> tuple[float, int] | None:
@@ -519,9 +528,9 @@ class MCDP(Guarantee):
         """The zCDP guarantee of BS16 Lemma 4.2, rounded against the user: ρ ≥ τ²/2 (never 0
         for τ > 0) and ξ ≥ μ − ρ, with ξ + ρ ≥ μ in floating point too (ξ = μ − ρ rounded to
         nearest lost μ when μ ≪ ρ: MCDP(1e-20, 1) read as perfectly private)."""
-        if math.isinf(self.tau):
-            return ZCDP(math.inf)
         rho = _math.float_up(Fraction(self.tau) ** 2 / 2)
+        if math.isinf(rho):  # (τ²/2 past the floats: no finite zCDP bound)
+            return ZCDP(math.inf)
         if rho == 0.0 and self.tau > 0.0:
             rho = 5e-324
         xi = _math.float_up(Fraction(self.mu) - Fraction(rho))  # ≥ −ρ since μ ≥ 0
@@ -597,7 +606,11 @@ class GDP(Guarantee):
             return 0.0
         if alpha == math.inf or math.isinf(self.mu):
             return math.inf
-        # αμ²/2 rounded up, exactly: never an ulp below, never 0 for μ > 0 (GDP(1e-200) gave 0)
+        # αμ²/2 rounded up: never an ulp below, never 0 for μ > 0 (GDP(1e-200) gave 0). Three
+        # roundings (≤ 3u + O(u²), covered by 4 ulps) while normal; else exactly, in rationals
+        value = 0.5 * alpha * self.mu * self.mu
+        if _SAFE_LOW <= value < math.inf:
+            return _math.up(value, 4)
         return _math.float_up(Fraction(alpha) * Fraction(self.mu) ** 2 / 2)
 
     def _delta(self, epsilon: float) -> float:
@@ -707,15 +720,21 @@ class RDP(Guarantee):
                 best = min(best, e)  # monotonicity of D_α in α
                 if prev is not None and a < math.inf and e < math.inf and prev[1] < math.inf:
                     # convexity of (α − 1)D_α between the neighbouring orders
-                    # in rationals, rounded up: with a huge upper order, w = (a − α)/(a − a0)
-                    # rounded to 1 in floats and the chord lost its upper term (D_10 read
-                    # below D_2)
+                    # w and 1 − w each as a quotient of differences of exact floats (1 − w
+                    # from a rounded w cancelled: with a = 1e20 it was 0, and D_10 read below
+                    # D_2). Every step is one rounding of non-negative terms: ≤ 9u in all,
+                    # covered by 10 ulps while normal; else exactly, in rationals
                     a0, e0 = prev
-                    fa, fa0, fal = Fraction(a), Fraction(a0), Fraction(alpha)
-                    w = (fa - fal) / (fa - fa0)
-                    h = w * (fa0 - 1) * Fraction(e0) + (1 - w) * (fa - 1) * Fraction(e)
                     if alpha > 1.0:
-                        best = min(best, _math.float_up(h / (fal - 1)))
+                        w, v = (a - alpha) / (a - a0), (alpha - a0) / (a - a0)
+                        chord = (w * (a0 - 1.0) * e0 + v * (a - 1.0) * e) / (alpha - 1.0)
+                        if not _SAFE_LOW <= chord < math.inf:
+                            fa, fa0, fal = Fraction(a), Fraction(a0), Fraction(alpha)
+                            fw = (fa - fal) / (fa - fa0)
+                            h = fw * (fa0 - 1) * Fraction(e0) + (1 - fw) * (fa - 1) * Fraction(e)
+                            best = min(best, _math.float_up(h / (fal - 1)))
+                        else:
+                            best = min(best, _math.up(chord, 10))
                 break
             prev = (a, e)
         if alpha < math.inf:

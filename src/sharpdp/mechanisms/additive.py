@@ -23,7 +23,7 @@ import numpy.typing as npt
 from sharpdp import _divergences, _math, _validate
 from sharpdp.conversions import register
 from sharpdp.errors import InvalidParameter
-from sharpdp.guarantees import GDP, MCDP, ZCDP
+from sharpdp.guarantees import GDP, ZCDP
 from sharpdp.mechanisms import _grid, _samplers
 from sharpdp.mechanisms._rounded_gaussian import rounded_gaussian
 from sharpdp.mechanisms._samplers import RNGLike
@@ -287,7 +287,7 @@ def laplace_to_zcdp(m: Laplace) -> ZCDP:
     """
     # ε0 + e^{−ε0} − 1 without cancellation, moved up against its rounding (to nearest it fell
     # an ulp below at ε0 = 20)
-    return ZCDP(_math.up(_math.expm1mx(-m.epsilon0)))
+    return ZCDP(_divergences.laplace_kl(m.epsilon0))
 
 
 @register(
@@ -308,18 +308,3 @@ def gaussian_to_zcdp(m: Gaussian) -> ZCDP:
 def gaussian_to_gdp(m: Gaussian) -> GDP:
     """The Gaussian mechanism is exactly (Δ/σ)-GDP [Dong–Roth–Su 2019, Thm 2.7]."""
     return GDP(m.mu)
-
-
-@register(
-    Gaussian,
-    MCDP,
-    name="gaussian-loss",
-    theorem="the Gaussian mechanism's privacy loss is N(ρ, 2ρ): (ρ, √(2ρ))-mCDP, ρ = Δ²/(2σ²) "
-    "(Dwork–Rothblum 2016 Thm 3.2; tight)",
-    tight=True,
-)
-def gaussian_to_mcdp(m: Gaussian) -> MCDP:
-    """The Gaussian mechanism is exactly (ρ, μ)-mCDP with μ = Δ/σ, ρ = μ²/2 [Dwork–Rothblum 2016,
-    Thm 3.2]: its privacy loss is N(μ²/2, μ²), whose mean is ρ and which is μ-subgaussian around
-    it. BS16 Lemma 4.2 maps it back to ρ-zCDP."""
-    return MCDP(m.rho, m.mu)
