@@ -45,7 +45,14 @@ def cks20_log_delta(alpha: float, tau: float, epsilon: float) -> float:
 
 def cks20_delta(alpha: float, tau: float, epsilon: float) -> float:
     """δ from one RDP point (α, τ), capped at 1 (CKS20 Prop 12)."""
-    return min(1.0, _math.up(_math.exp_up(cks20_log_delta(alpha, tau, epsilon))))
+    log_delta = cks20_log_delta(alpha, tau, epsilon)
+    if math.isfinite(log_delta):
+        # its terms' rounding (and an ulp of a τ computed as ξ + ρα) is absolute in the log:
+        # a relative 2⁻⁵⁰ of their sizes (4 ulps of δ covered only ~1e-15 of it)
+        lam = alpha - 1.0
+        size = lam * (abs(tau) + abs(epsilon) + abs(math.log1p(-1.0 / alpha))) + math.log(alpha)
+        log_delta += (size + 1.0) * 2.0**-50
+    return min(1.0, _math.up(_math.exp_up(log_delta)))
 
 
 def cks20_epsilon(alpha: float, tau: float, delta: float) -> float:
@@ -140,17 +147,21 @@ def bs16_lemma36_delta(rho: float, xi: float, epsilon: float) -> float:
     if t > 1e150:  # e^{−t²} underflows, and the factor 2/denominator is ≤ 1
         return 5e-324
     log_a = math.log(s) - math.log(2.0 * rho)
-    log_v = math.log(2.0) - 0.5 * math.log(math.pi * rho)  # v = √(4/(πρ))
-    if max(log_a, log_v) < 700.0:
-        a, v = math.exp(log_a), math.exp(log_v)
-        log_denom = math.log(1.0 + a + math.hypot(1.0 + a, v))
+    log_v = math.log(2.0) - 0.5 * (math.log(math.pi) + math.log(rho))  # v = √(4/(πρ)); (πρ keeps
+    # few bits for a subnormal ρ, log ρ all of them)
+    if max(log_a, log_v) < 700.0:  # (the direct forms, as accurate as before)
+        a = s / (2.0 * rho)
+        log_denom = math.log(1.0 + a + math.hypot(1.0 + a, math.sqrt(4.0 / (math.pi * rho))))
     else:
         # a or v past the floats (subnormal ρ): the denominator is ≥ max(2a, v); a lower bound
         # (δ errs upwards by < 1 + √2), moved down against the rounding of the logs. (It used to
         # be taken as infinite, δ as 5e-324: ZCDP(1e-310) gave ε(1e-300) = 9e-301, where the
         # Gaussian of that ρ needs 3.6e-154.)
         log_denom = max(math.log(2.0) + log_a, log_v) * (1.0 - 2.0**-40)
-    return min(1.0, _math.up(_math.exp_up(-t * t + math.log(2.0) - log_denom)))
+    # the exponent's rounding is absolute: a relative 2⁻⁵⁰ of its terms' sizes (δ at ρ = 1e-200
+    # read 3e-14 below the lemma's value with only 4 ulps)
+    pad = (t * t + abs(log_denom) + 1.0) * 2.0**-50
+    return min(1.0, _math.up(_math.exp_up(-t * t + math.log(2.0) - log_denom + pad)))
 
 
 def zcdp_delta(rho: float, xi: float, epsilon: float) -> float:
