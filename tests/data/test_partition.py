@@ -149,3 +149,22 @@ def test_pure_and_zcdp_calibration_exact() -> None:
     gau = _noise.calibrate_integer_noise(sdp.ZCDP(0.02), 2, 3).mechanism
     assert isinstance(gau, sdp.DiscreteGaussian)
     assert Fraction(3 * 4) / (2 * Fraction(gau.sigma) ** 2) <= Fraction(0.02)
+
+
+def test_a_target_with_delta_zero_is_its_pure_form_for_unknown_keys() -> None:
+    """``ApproxDP(ε, 0)`` was refused over unknown keys ("need delta > 0") while ``PureDP(ε)``
+    borrows the selection's δ from the budget: the two are one guarantee, and price alike (the
+    workloads' private domain discovery too)."""
+    frame = pd.DataFrame({"pid": [i % 40 for i in range(200)], "k": list("abcd") * 50})
+    s = sdp.data.Session(frame, "pid", sdp.ApproxDP(10.0, 1e-4))
+    pairs = [(sdp.ApproxDP(1.0, 0.0), sdp.PureDP(1.0)), (sdp.ApproxZCDP(0.5, 0.0), sdp.ZCDP(0.5))]
+    for zero, pure in pairs:
+        got = s.count_by("k", keys=None, privacy=zero).explain()
+        want = s.count_by("k", keys=None, privacy=pure).explain()
+        assert got.charge == want.charge
+    w = sdp.data.marginals(["k"], way=1)
+    assert (
+        s.workload(w, privacy=sdp.ApproxDP(1.0, 0.0)).explain().charge
+        == s.workload(w, privacy=sdp.PureDP(1.0)).explain().charge
+    )
+    assert s.accountant.spent() == 0.0

@@ -346,7 +346,7 @@ def plan_adaptive(privacy: sdp.Guarantee, m: int) -> AdaptivePlan:
         _check_rho(total_rho + cast(sdp.ZCDP, plan.rest).rho, privacy.rho, privacy)
     if isinstance(privacy, sdp.ApproxDP):
         got = sdp.compose(plan.items, adaptive=True).epsilon_bound(privacy.delta_)
-        if got > privacy.epsilon_:  # pragma: no cover - the conversion's ρ always fits
+        if got > privacy.epsilon_:  # (ε so small that the rounds' grids cannot meet it)
             raise InvalidParameter(f"could not fit an MWEM plan in {privacy!r} (ε = {got})")
     return plan
 

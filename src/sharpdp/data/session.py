@@ -474,9 +474,15 @@ class Session:
         """The target of a query over unknown keys: releasing a key that only one person holds
         needs δ > 0, so a ``PureDP(ε)`` (``ZCDP(ρ)``) target becomes ``ApproxDP(ε, δ_s)``
         (``ApproxZCDP(ρ, δ_s)``) with δ_s = :data:`SELECTION_DELTA_FRACTION` of the budget's δ;
-        ``explain()`` shows the resulting target. A budget without δ cannot pay for it."""
+        ``explain()`` shows the resulting target. A budget without δ cannot pay for it. A target
+        with δ = 0 (``ApproxDP(ε, 0)``) is its pure form, and is treated as such."""
         if isinstance(target, sdp.ApproxDP | sdp.ApproxZCDP):
-            return target
+            if target.delta_ > 0.0:
+                return target
+            if isinstance(target, sdp.ApproxDP):
+                target = sdp.PureDP(target.epsilon_)
+            else:
+                target = sdp.ZCDP(target.rho, target.xi)
         budget_delta = getattr(self._accountant.budget, "delta_", 0.0)
         if budget_delta <= 0.0:
             raise InvalidParameter(
