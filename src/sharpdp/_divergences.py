@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from sharpdp import _math
@@ -160,7 +161,9 @@ def rr_delta(epsilon0: float, epsilon: float, categories: int = 2) -> float:
         return 0.0
     if math.isinf(epsilon0):
         return 1.0
-    value = _math.up(-math.expm1(epsilon - epsilon0) / (1.0 + (categories - 1) * math.exp(-epsilon0)))
+    value = _math.up(
+        -math.expm1(epsilon - epsilon0) / (1.0 + (categories - 1) * math.exp(-epsilon0))
+    )
     # ε < ε0: δ > 0, never reported as 0 (ε0 − ε of one subnormal unit underflowed)
     return min(1.0, max(value, 5e-324))
 
@@ -236,20 +239,29 @@ def laplace_renyi(epsilon0: float, alpha: float) -> float:
     two_a = 2.0 * alpha - 1.0
     if lam * epsilon0 <= 1.0:
         b = (alpha * _math.expm1mx(lam * epsilon0) + lam * _math.expm1mx(-alpha * epsilon0)) / two_a
-        return min(epsilon0, _padded(math.log1p(b) / lam))
+        return _padded(math.log1p(b) / lam, epsilon0, alpha)
     value = epsilon0 + math.log1p(lam * math.expm1(-two_a * epsilon0) / two_a) / lam
-    return min(epsilon0, _padded(value))
+    return _padded(value, epsilon0, alpha)
 
 
 def laplace_kl(epsilon0: float) -> float:
     """KL of the Laplace pair, ε0 + e^{−ε0} − 1 (the α → 1 limit of :func:`laplace_renyi`),
     rounded up as it is; also its tight zCDP parameter [Harrison–Manurangsi 2025]."""
-    return min(epsilon0, _padded(_math.expm1mx(-epsilon0)))
+    return _padded(_math.expm1mx(-epsilon0), epsilon0, 1.0)
 
 
-def _padded(x: float) -> float:
-    """x ≥ 0 moved up by a relative 2⁻⁴⁶ and one ulp (a subnormal x by the ulp)."""
-    return _math.up(x * (1.0 + 2.0**-46), 1)
+def _padded(x: float, epsilon0: float, alpha: float) -> float:
+    """A Laplace D_α computed as ``x``, made an upper bound: x moved up by a relative 2⁻⁴⁶ and
+    one ulp, never above D_∞ = ε0. Below the normal floats a relative padding means nothing (the
+    terms lose whole subnormal units): there αε0²/2 is taken, the Rényi bound of ε0-DP
+    [Bun–Steinke 2016, Prop 3.3], exactly and rounded up — the same to first order in ε0."""
+    if x < _SAFE_LOW:
+        return min(epsilon0, _math.float_up(Fraction(alpha) * Fraction(epsilon0) ** 2 / 2))
+    return min(epsilon0, _math.up(x * (1.0 + 2.0**-46), 1))
+
+
+#: Below this, a closed form's float terms may be subnormal (a few bits each).
+_SAFE_LOW = 1e-290
 
 
 # --- Gaussian / GDP ------------------------------------------------------------------------------

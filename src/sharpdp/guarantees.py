@@ -288,12 +288,6 @@ class Guarantee:
 _SAFE_LOW = 1e-290
 
 
-def _times(value: float, k: int) -> float:
-    """k·value rounded up (a group parameter rounded to nearest fell an ulp below k·value in about
-    a third of cases); inf stays inf."""
-    return _math.times_up(value, k)
-
-
 # -------------------------------------------------------------------------------------------------
 
 
@@ -330,7 +324,7 @@ class PureDP(Guarantee):
         return _divergences.rr_epsilon(self.epsilon_, delta)
 
     def _group(self, k: int) -> PureDP:
-        return PureDP(_times(self.epsilon_, k))  # Dwork–Roth 2014, Thm 2.2
+        return PureDP(_math.times_up(self.epsilon_, k))  # Dwork–Roth 2014, Thm 2.2
 
     def exact_pair(self) -> tuple[Fraction, Fraction] | None:
         return None if math.isinf(self.epsilon_) else (Fraction(self.epsilon_), Fraction(0))
@@ -455,9 +449,11 @@ class ZCDP(Guarantee):
 
     def _group(self, k: int) -> ZCDP:
         if self.xi == 0.0:
-            return ZCDP(_times(self.rho, k * k))  # BS16 Prop 1.9 (tight for the Gaussian mechanism)
+            # BS16 Prop 1.9 (tight for the Gaussian mechanism)
+            return ZCDP(_math.times_up(self.rho, k * k))
         if self.rho == 0.0 and self.xi > 0.0:
-            return ZCDP(0.0, _times(self.xi, k))  # pure ξ-DP (BS16 Lemma 3.2), and pure DP's group
+            # pure ξ-DP (BS16 Lemma 3.2), and pure DP's group
+            return ZCDP(0.0, _math.times_up(self.xi, k))
         # D_α ≤ ξ + ρα ≤ max(ξ, 0)·α + ρα for α ≥ 1: (ρ + max(ξ, 0))-zCDP, whose group of k is
         # k²(ρ + max(ξ, 0))-zCDP [BS16 Prop 1.9] (valid; a sharper bound keeping ξ apart exists)
         rho = Fraction(self.rho) + max(Fraction(self.xi), Fraction(0))
@@ -539,7 +535,7 @@ class MCDP(Guarantee):
         return ZCDP(rho, xi)
 
     def _renyi(self, alpha: float) -> float:
-        if alpha == math.inf or self.tau == 0.0 or math.isinf(self.tau) or math.isinf(self.mu):
+        if alpha == math.inf or self.tau == 0.0:  # (μ and τ are finite: validated)
             return self.zcdp._renyi(alpha)
         # D_α ≤ μ + (τ²/2)(α − 1), exactly (through ξ = μ − τ²/2 it cancelled)
         excess = Fraction(self.tau) ** 2 / 2 * (Fraction(alpha) - 1)
@@ -581,7 +577,7 @@ class BoundedRange(Guarantee):
 
     def _group(self, k: int) -> BoundedRange:
         # The loss between inputs k apart is a sum of k losses, each confined to a width-η interval.
-        return BoundedRange(_times(self.eta, k))
+        return BoundedRange(_math.times_up(self.eta, k))
 
 
 @dataclass(frozen=True, slots=True)
@@ -620,7 +616,7 @@ class GDP(Guarantee):
         return _divergences.gaussian_epsilon(self.mu, delta)
 
     def _group(self, k: int) -> GDP:
-        return GDP(_times(self.mu, k))  # DRS 2019, Thm 2.14
+        return GDP(_math.times_up(self.mu, k))  # DRS 2019, Thm 2.14
 
 
 @dataclass(frozen=True, slots=True)

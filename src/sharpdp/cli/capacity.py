@@ -33,6 +33,7 @@ from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp._format import lower, upper
+from sharpdp._math import float_up
 from sharpdp.cli._common import (
     Digits,
     app,
@@ -176,7 +177,7 @@ def _sharp(g: sdp.Guarantee, total: sdp.Guarantee, adaptive: bool) -> _Count:
         count = _zcdp_count(rho_i, xi_i, total)
         if count is None:
             raise sdp.InvalidParameter(f"ITEM: {g!r} costs nothing: any number of runs fits")
-        spent = _frac_up(count * rho_i)
+        spent = float_up(count * rho_i)
         return _Count(count, "zcdp: Bun–Steinke 2016 Lemma 2.3 (zCDP adds)", spent)
     approx = _as_approx(total)
     count = sdp.max_compositions(g, approx, adaptive=adaptive)
@@ -192,15 +193,6 @@ def _as_approx(total: sdp.Guarantee) -> sdp.ApproxDP:
         return total
     assert isinstance(total, sdp.PureDP)
     return sdp.ApproxDP(total.epsilon_, 0.0)
-
-
-def _frac_up(q: Fraction) -> float:
-    """The least float ≥ q (``inf`` past the floats: a Gaussian of σ = 1e-300 has ρ = 5e599)."""
-    try:
-        x = float(q)
-    except OverflowError:
-        return math.inf
-    return math.nextafter(x, math.inf) if Fraction(x) < q else x
 
 
 def _classical(
@@ -221,7 +213,7 @@ def _classical(
         return _Count(count, how), _Count(count, how)
     approx = _as_approx(total)
     if reading is None:
-        rho = _frac_up(_item_rho(g)[0])
+        rho = float_up(_item_rho(g)[0])
         how = "zCDP additivity + Bun–Steinke 2016 Lemma 3.5"
         count = textbook_count(None, rho, approx)
         return _Count(count, how), _Count(count, how)
