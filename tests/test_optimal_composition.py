@@ -174,3 +174,59 @@ def test_epsilon_never_certifies_more_than_the_exact_optimum(groups: Groups, tar
     assert exact_delta(groups, eps) <= target
     if eps > 1e-12:
         assert exact_delta(groups, eps * (1 - 1e-6)) > target
+
+
+@pytest.mark.parametrize(
+    ("groups", "target", "largest_loss"),
+    [
+        # one (ε, δ) item among pure ones: δ(ε) = δ_1 exactly once δ_RR vanishes, at ε ≥ Σ ε_i
+        ([(1.0, 1e-6, 1), (1.0, 0.0, 1)], 1e-6, 2.0),
+        ([(1.0, 0.0, 1), (0.0, 1e-6, 1)], 1e-6, 1.0),
+        # 1 − (1 − 1/2)(1 − 1/4) = 5/8, exactly a float
+        ([(0.5, 0.5, 1), (0.25, 0.25, 1)], 0.625, 0.75),
+    ],
+)
+def test_delta_at_the_mass_at_infinity_is_met_at_the_largest_loss(
+    groups: Groups, target: float, largest_loss: float
+) -> None:
+    # MV16 Thm 1.5 at δ = 1 − Π(1 − δ_i): (1 − keep)·... leaves nothing for δ_RR, which vanishes
+    # exactly from the largest loss Σ k_i ε_i on. (Rounding the mass up read ε as infinite.)
+    assert exact_delta(groups, math.inf) == target
+    eps = sdp.compose(items_of(groups)).epsilon(target)
+    assert eps == largest_loss
+    assert exact_delta(groups, eps) <= target
+    assert exact_delta(groups, math.nextafter(eps, 0.0)) > target
+
+
+def test_an_accountant_spends_a_pure_item_beside_one_that_used_the_whole_delta() -> None:
+    # (1, 1e-6) then (1, 0): (2, 1e-6) by basic composition, so a (2, 1e-6) budget holds both
+    # (it refused the second as unpayable)
+    a = sdp.Accountant(budget=sdp.ApproxDP(2.0, 1e-6))
+    a.spend(sdp.ApproxDP(1.0, 1e-6))
+    a.spend(sdp.PureDP(1.0))
+    assert a.epsilon(1e-6) == 2.0
+    with pytest.raises(sdp.BudgetExceeded):
+        a.spend(sdp.PureDP(1e-9))
+
+
+@given(
+    parts=st.lists(
+        st.tuples(st.floats(0.0, 0.999), st.integers(1, 400)), min_size=1, max_size=4
+    )
+)
+def test_mass_at_infinity_is_never_below_the_exact_product(parts: list[tuple[float, int]]) -> None:
+    from sharpdp.accounting._items import mass_at_infinity
+
+    got = mass_at_infinity(parts)
+    with mpmath.workdps(60):
+        want = -mpmath.expm1(mpmath.fsum(c * mpmath.log1p(-mpmath.mpf(d)) for d, c in parts))
+    assert got >= want
+    assert got <= want * (1 + 1e-12) + 1e-300
+    if sum(c for d, c in parts if d > 0.0) <= 256:  # exact rationals, rounded up once
+        keep = math.prod((1 - Fraction(d)) ** c for d, c in parts)
+        assert got == _float_up(1 - keep)
+
+
+def _float_up(x: Fraction) -> float:
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)

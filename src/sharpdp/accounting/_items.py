@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from fractions import Fraction
 from typing import TYPE_CHECKING, TypeGuard
 
-from sharpdp import _validate
+from sharpdp import _math, _validate
 from sharpdp.errors import InvalidParameter, NotImplied
 from sharpdp.guarantees import GDP, ApproxDP, ApproxZCDP, BoundedRange, Guarantee
 from sharpdp.mechanisms.base import Mechanism
@@ -25,6 +26,7 @@ __all__ = [
     "bounded_range",
     "is_gaussian",
     "log_ratio",
+    "mass_at_infinity",
     "normalise",
 ]
 
@@ -87,14 +89,11 @@ def normalise(items: Iterable[Item]) -> Items:
     return tuple(merged.items())
 
 
-
-
 def is_gaussian(g: Guarantee) -> TypeGuard[GDP | Gaussian]:
     """Whether ``g`` is a μ-GDP item (a GDP guarantee or a Gaussian mechanism)."""
     from sharpdp.mechanisms.additive import Gaussian
 
     return isinstance(g, GDP | Gaussian)
-
 
 
 def all_gaussian(items: Items) -> bool:
@@ -124,9 +123,43 @@ def log_ratio(value: float, target: float) -> float:
     return math.log(value) - math.log(target)
 
 
+#: Most δ parts (counted with multiplicity) whose product is taken exactly in rationals.
+_EXACT_MASS_TERMS = 256
+
+
+def mass_at_infinity(deltas: Iterable[tuple[float, int]]) -> float:
+    """An upper bound on 1 − Π_i (1 − δ_i)^{c_i}, the probability that some δ part fails.
+
+    Exact, rounded up once, while the product has at most 256 factors (the rationals stay a few
+    thousand bits): a lone δ is then reported as itself, so a budget whose δ is exactly the items'
+    is met at their ε (rounded in floats, 1e-6 read 1.0000000000001e-6 and ε was infinite).
+    Beyond that, in log space: −expm1(Σ c_i·log1p(−δ_i)) with the sum moved down by more than
+    its float error (a few ulps per term) before ``expm1``, and the result rounded up.
+
+    Args:
+        deltas: (δ_i, c_i) pairs, δ_i ∈ [0, 1], c_i ≥ 1.
+
+    Returns:
+        The bound, in [0, 1].
+    """
+    parts = [(d, c) for d, c in deltas if d > 0.0]
+    if not parts:
+        return 0.0
+    if any(d >= 1.0 for d, _ in parts):
+        return 1.0
+    if sum(c for _, c in parts) <= _EXACT_MASS_TERMS:
+        keep = Fraction(1)
+        for d, c in parts:
+            keep *= (1 - Fraction(d)) ** c
+        return min(1.0, _math.float_up(1 - keep))
+    log_keep = math.fsum(c * math.log1p(-d) for d, c in parts)
+    log_keep = log_keep * (1.0 + 2.0**-48) - 1e-300
+    return min(1.0, _math.up(-math.expm1(log_keep)))
+
 
 def bounded_range(g: Guarantee) -> BoundedRange:
-
+    """``g`` as an η-BR guarantee: itself, or a mechanism's bounded-range characterisation
+    (the exponential mechanism's, one-round top-k's); :class:`NotImplied` otherwise."""
     if isinstance(g, BoundedRange):
         return g
     if isinstance(g, Mechanism):

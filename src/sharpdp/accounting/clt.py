@@ -43,7 +43,9 @@ Moments = tuple[float, float]  # (KL, Var) of the privacy loss under P
 _MOMENTS: dict[type, Callable[[Guarantee], Moments]] = {}
 
 
-def register_moments(cls: type) -> Callable[[Callable[[Guarantee], Moments]], Callable[[Guarantee], Moments]]:
+def register_moments(
+    cls: type,
+) -> Callable[[Callable[[Guarantee], Moments]], Callable[[Guarantee], Moments]]:
     """Register (KL, Var) of the privacy loss of a guarantee or mechanism type (decorator)."""
 
     def deco(fn: Callable[[Guarantee], Moments]) -> Callable[[Guarantee], Moments]:

@@ -123,9 +123,7 @@ def convert(
     winner = explanation.winner
     fields = _fields(best, orders)
     shown = (
-        "RDP: " + ", ".join(f"{k} = {v!r}" for k, v in fields)
-        if target is sdp.RDP
-        else repr(best)
+        "RDP: " + ", ".join(f"{k} = {v!r}" for k, v in fields) if target is sdp.RDP else repr(best)
     )
     if as_json:
         emit_json(

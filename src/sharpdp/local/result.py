@@ -34,7 +34,9 @@ def _method(method: object) -> str:
     return method
 
 
-def _radius(method: str, level: float, n: int, variance: float, bounds: tuple[float, float]) -> float:
+def _radius(
+    method: str, level: float, n: int, variance: float, bounds: tuple[float, float]
+) -> float:
     """Half-width of a two-sided interval for a mean of n independent bounded contributions.
 
     ``normal``: z_{(1+level)/2}·√variance. ``bernstein``: the smaller of Hoeffding's radius

@@ -24,14 +24,13 @@ Mechanisms whose privacy is declared as items (e.g. thresholded releases: the no
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
 from sharpdp import _math
-from sharpdp.accounting._items import Items, normalise
+from sharpdp.accounting._items import Items, mass_at_infinity, normalise
 from sharpdp.accounting.analyses.rdp import _LOWEST_ORDER, RDPSum
 from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied
@@ -74,11 +73,6 @@ class ApproxRDPSum(Guarantee):
         return self.curve.epsilon(max(0.0, target))
 
 
-@functools.lru_cache(maxsize=1024)
-def _log1m(delta: float) -> float:
-    return math.log1p(-delta)
-
-
 @analysis(
     "approx_rdp",
     "Bun–Steinke 2016 Def 1.12 (approximate zCDP, with an RDP curve): δ_tot = 1 − Π(1 − δ_i) "
@@ -86,23 +80,17 @@ def _log1m(delta: float) -> float:
 )
 def _approx_rdp(items: Items, adaptive: bool) -> Guarantee:
     parts: list[tuple[Guarantee, int]] = []
-    log_keep = 0.0  # Σ c·log(1 − δ_i), rounded down below
-    any_delta = False
+    deltas: list[tuple[float, int]] = []
     for g, c in items:
         inner, delta = split_delta(g)
-        if delta > 0.0:
-            any_delta = True
-            log_keep += c * _log1m(delta)
+        deltas.append((delta, c))
         parts.append((inner, c))
-    if not any_delta:
+    if all(d == 0.0 for d, _ in deltas):
         raise NotImplied("no item has a δ part (the rdp analysis covers this case)")
     curve = RDPSum(normalise(parts))
     if curve.renyi(_LOWEST_ORDER) == math.inf:
         raise NotImplied("an item has no Rényi curve beyond its δ part")
-    # δ_tot = −expm1(Σ c log1p(−δ_i)): the sum and the logs err by a few ulps; move the sum down
-    # (a smaller sum is a larger δ_tot) and round the result up
-    log_keep = log_keep * (1.0 + 2.0**-48) - 1e-300
-    delta_total = min(1.0, _math.up(-math.expm1(log_keep)))
+    delta_total = mass_at_infinity(deltas)
     if delta_total >= 1.0:
         raise NotImplied("the δ parts add up to 1")
     return ApproxRDPSum(curve, delta_total)

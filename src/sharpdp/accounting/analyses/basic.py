@@ -79,14 +79,18 @@ def _single(items: Items, adaptive: bool) -> Guarantee:
 
 @analysis("basic", "Dwork–Roth 2014 Thm 3.16: (Σε_i, Σδ_i)")
 def _basic(items: Items, adaptive: bool) -> Guarantee:
-    exact = [(g.exact_pair(), c) for g, c in items]
-    if all(p is not None for p, _ in exact):  # rational sums, rounded up once
-        eps = _math.float_up(sum((c * p[0] for p, c in exact if p is not None), Fraction(0)))
-        delta = _math.float_up(sum((c * p[1] for p, c in exact if p is not None), Fraction(0)))
-    else:
-        pairs = [(approx_pair(g), c) for g, c in items]
-        eps = _math.up(math.fsum(c * e for (e, _), c in pairs))
-        delta = _math.up(math.fsum(c * d for (_, d), c in pairs))
+    # rational sums of each item's exact pair, or of its valid float pair, rounded up once (a
+    # float sum rounded up read ApproxDP(0, 1e-6) with three 1-BR rounds as δ = 1e-6 + 1 ulp,
+    # and ε(1e-6) as infinite)
+    pairs = []
+    for g, c in items:
+        pair = g.exact_pair()
+        if pair is None:
+            e, d = approx_pair(g)
+            pair = (Fraction(e), Fraction(d))
+        pairs.append((pair, c))
+    eps = _math.float_up(sum((c * e for (e, _), c in pairs), Fraction(0)))
+    delta = _math.float_up(sum((c * d for (_, d), c in pairs), Fraction(0)))
     if delta >= 1.0:
         raise NotImplied("Σδ_i ≥ 1")
     return ApproxDP(eps, delta)

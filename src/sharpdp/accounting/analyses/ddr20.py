@@ -178,4 +178,3 @@ def _ddr(items: Items, adaptive: bool) -> Guarantee:
     if not math.isfinite(2.0 * k * eta):
         raise NotImplied(f"k·η = {k}·{eta!r} is beyond the float range")
     return _DDR(eta, k)
-

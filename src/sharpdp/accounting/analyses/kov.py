@@ -28,7 +28,7 @@ composition is a valid upper bound — no longer exact, and then other analyses 
 
 **Rounding** errs upward only: the decision L(m) > ε is padded by the float error of L, the log
 weights by the error of ``gammaln`` and of the sums, the sums are ``math.fsum``-ed and the
-result is rounded up; 1 − Π(1 − δ_i) is rounded up.
+result is rounded up; 1 − Π(1 − δ_i) is exact for a few δ items, else rounded up.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from sharpdp.accounting._items import (
     Items,
     approx_pair,
     log_ratio,
+    mass_at_infinity,
 )
 from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied
@@ -113,8 +114,8 @@ class _Optimal(Guarantee):
     that upper bound was checked to be ≤ δ (bracketed search; raises if none is found).
     """
 
-    #: log Π_i (1 − δ_i), rounded down (so 1 − keep is rounded up).
-    log_keep: float
+    #: 1 − Π_i (1 − δ_i), rounded up (exact for a few δ items: see ``mass_at_infinity``).
+    inf_mass: float
     notion: ClassVar[str] = "optimal composition (KOV/MV)"
 
     # -- the randomized-response part (subclasses) ---------------------------------------------
@@ -188,14 +189,8 @@ class _Optimal(Guarantee):
         """The largest privacy loss Σ_j k_j ε_j (exactly, from the floats)."""
         return sum((Fraction(e) * k for e, k in self._groups()), Fraction(0))
 
-    def _inf_mass(self) -> float:
-        """1 − Π(1 − δ_i), rounded up (``expm1`` errs by an ulp; the log_keep by less)."""
-        if self.log_keep == 0.0:
-            return 0.0
-        return min(1.0, -math.expm1(self.log_keep) * (1.0 + 1e-12))
-
     def _delta_with(self, epsilon: float, atoms: Atoms | None) -> float:
-        a = self._inf_mass()
+        a = self.inf_mass
         if epsilon == math.inf:
             return a
         # exp_up: a positive δ that underflows is reported as 5e-324, never 0 (which is pure DP)
@@ -215,7 +210,7 @@ class _Optimal(Guarantee):
         if self._delta_with(0.0, atoms) <= delta:
             return 0.0
         top = self._max_loss()
-        if delta == 0.0:  # the loss reaches Σ k_j ε_j with positive probability: exactly that
+        if delta == self.inf_mass:  # δ_RR must vanish, and the loss reaches Σ k_j ε_j: exactly that
             return _math.float_up(top)
         # above the largest loss by far more than its float error: δ_RR = 0 there, so δ = 1 − keep
         hi = _math.float_up(top) * (1.0 + 1e-12) + 1e-300
@@ -347,7 +342,7 @@ _Spec = tuple[float, tuple[tuple[float, int], ...], bool]
 
 @functools.lru_cache(maxsize=1024)
 def _spec(items: Items) -> _Spec | str:
-    """(log Π(1 − δ_i), the (ε_j, k_j) groups, whether they are the items' own) for ``items``,
+    """(1 − Π(1 − δ_i) rounded up, the (ε_j, k_j) groups, whether they are the items' own) for ``items``,
     or why the analysis does not apply. Cached: ``exact_for`` asks for it on every query (the
     guarantees themselves, with their outcome tables, live in each composition's cache)."""
     try:
@@ -364,9 +359,7 @@ def _spec(items: Items) -> _Spec | str:
         # subnormal ε carry a few bits: the sums of binomial terms lost whole units of the
         # result (16 × PureDP(5e-324): δ(5e-324) read 4.9e-324, exactly 5.8e-324)
         return "an item's ε is subnormal (below 2.2e-308): the closed forms lose their precision"
-    # log Π(1 − δ_i)^{k_i}: each log1p and product errs by an ulp, the fsum by half of one
-    s = math.fsum(c * math.log1p(-d) for (_, d), c in pairs if d > 0.0)
-    log_keep = s * (1.0 + 8.0 * U)
+    inf_mass = mass_at_infinity((d, c) for (_, d), c in pairs)
     groups = sorted(counts.items())
     exact = True
     if len(groups) > 1 and (
@@ -379,7 +372,7 @@ def _spec(items: Items) -> _Spec | str:
             f"KOV is evaluated for at most {_KOV_MAX_K} items of one ε (O(k) work); "
             f"got {groups[0][1]}"
         )
-    return log_keep, tuple(groups), exact
+    return inf_mass, tuple(groups), exact
 
 
 def _exact_optimum(items: Items) -> bool:
@@ -410,8 +403,8 @@ def _kov(items: Items, adaptive: bool) -> Guarantee:
     spec = _spec(items)
     if isinstance(spec, str):
         raise NotImplied(spec)
-    log_keep, groups, exact = spec
+    inf_mass, groups, exact = spec
     if len(groups) == 1:
         ((e0, k),) = groups
-        return _KOV(log_keep, e0, k, exact)
-    return _Heterogeneous(log_keep, groups, exact)
+        return _KOV(inf_mass, e0, k, exact)
+    return _Heterogeneous(inf_mass, groups, exact)

@@ -92,4 +92,3 @@ def _rdp(items: Items, adaptive: bool) -> Guarantee:
     if rdp.renyi(_LOWEST_ORDER) == math.inf:
         raise NotImplied("an item has no Rényi bound (e.g. (ε, δ>0)-DP)")
     return rdp
-

@@ -1451,6 +1451,7 @@ class BoundedRangePair(DominatingPair):
         acc.u_err = acc.u * (rel + 4 * U)
         return acc
 
+
 # -------------------------------------------------------------------------------------------------
 # Gaussian
 

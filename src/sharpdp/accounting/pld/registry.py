@@ -232,4 +232,3 @@ def _register_builtin() -> None:
 
 
 _register_builtin()
-
