@@ -230,3 +230,31 @@ def test_mass_at_infinity_is_never_below_the_exact_product(parts: list[tuple[flo
 def _float_up(x: Fraction) -> float:
     f = float(x)
     return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+
+
+@pytest.mark.parametrize(
+    ("eps0", "delta0", "k"), [(0.5, 0.5, 2), (0.25, 0.5, 4), (0.5, 0.25, 4), (1.0, 1e-5, 1)]
+)
+def test_budgets_met_exactly_at_the_largest_loss(eps0: float, delta0: float, k: int) -> None:
+    # k copies of (ε0, δ0) at the budget (kε0, 1 − (1 − δ0)^k) — exact floats here: MV16's δ
+    # is the mass at infinity there (δ_RR vanishes from the largest loss kε0 on), so exactly k
+    # copies fit; the delta, certifies and max_compositions routes agree (they read 4 ulps over)
+    mass = 1 - (1 - Fraction(delta0)) ** k
+    assert Fraction(float(mass)) == mass
+    budget = sdp.ApproxDP(k * eps0, float(mass))
+    assert exact_delta([(eps0, delta0, k)], k * eps0) == float(mass)
+    assert exact_delta([(eps0, delta0, k + 1)], k * eps0) > float(mass)
+    c = sdp.compose([(sdp.ApproxDP(eps0, delta0), k)])
+    assert c.delta(k * eps0) == float(mass)
+    assert c.certifies(k * eps0, float(mass))
+    assert sdp.max_compositions(sdp.ApproxDP(eps0, delta0), budget) == k
+
+
+def test_a_density_item_beside_an_approximate_one_at_their_largest_loss() -> None:
+    # (1, 1e-5)-DP and Laplace(1) (its loss in [−1, 1]): δ(2) = 1e-5 exactly (the MGF inversion,
+    # exact for such items and so alone, read 1e-5·(1 + 1e-12)); certifies answers alike before
+    # and after an epsilon query
+    c = sdp.compose([sdp.ApproxDP(1.0, 1e-5), sdp.Laplace(1.0)])
+    assert c.certifies(2.0, 1e-5)
+    assert c.delta(2.0) == 1e-5
+    assert c.epsilon(1e-5) == 2.0

@@ -37,6 +37,7 @@ from sharpdp.guarantees import (
     Guarantee,
     PureDP,
 )
+from sharpdp.guarantees import install_composed_reader as _install_composed_reader
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__), so `import sharpdp` stays light
     from sharpdp import audit as audit
@@ -138,6 +139,17 @@ _LAZY_NAMES = {
     ),
 }
 _LAZY_SUBMODULES = {"accounting", "audit", "conversions", "data", "local", "mechanisms", "plots"}
+
+
+def _read_composed(rounds: tuple[tuple[Guarantee, int], ...], quantity: str, at: float) -> float:
+    # mechanisms made of rounds read their composition from the accounting layer, loaded here
+    # on first use (see sharpdp.guarantees.ComposedReader)
+    from sharpdp.accounting.composition import read_composed
+
+    return read_composed(rounds, quantity, at)
+
+
+_install_composed_reader(_read_composed)
 
 
 def __getattr__(name: str) -> Any:

@@ -50,6 +50,29 @@ __all__ = [
 ]
 
 
+#: (rounds, quantity, at) → a valid bound on ε(δ) (``quantity="epsilon"``) or δ(ε) (``"delta"``)
+#: of the *adaptive* composition of ``rounds`` ((guarantee, count) pairs), the least over every
+#: analysis the accounting layer has. That layer sits above this one, so it is reached through
+#: this slot, which the package facade fills when ``sharpdp`` is imported (loading the accounting
+#: layer only on first use): a mechanism made of rounds (top-k's peeling) then answers its own
+#: ε and δ as sharply as a composition of it does.
+ComposedReader = Callable[[tuple[tuple["Guarantee", int], ...], str, float], float]
+_composed_reader: list[ComposedReader] = []
+
+
+def install_composed_reader(reader: ComposedReader) -> None:
+    """Fill the slot of :data:`ComposedReader` (the facade does, once)."""
+    _composed_reader[:] = [reader]
+
+
+def composed_bound(rounds: tuple[tuple[Guarantee, int], ...], quantity: str, at: float) -> float:
+    """The installed reader's bound on the adaptive composition of ``rounds`` (see
+    :data:`ComposedReader`); the trivial bound (∞ for ε, 1 for δ) when none is installed."""
+    if not _composed_reader:
+        return math.inf if quantity == "epsilon" else 1.0
+    return _composed_reader[0](rounds, quantity, at)
+
+
 #: Largest group size accepted by :meth:`Guarantee.group` (beyond it, k·x would overflow Python's
 #: int-to-float conversion; no data set has that many records anyway).
 _MAX_GROUP = 2**53

@@ -221,3 +221,15 @@ def test_threshold_is_finite_where_tanh_rounds_to_one(k: int, eps: float) -> Non
         log_ratio = mpmath.log(k) - mpmath.log(mpmath.mpf(1e-6)) + mpmath.log1p(mpmath.exp(-e))
         want = 1 + (log_ratio - mpmath.log1p(-beta)) / e
     assert float(want) <= m.threshold_offset <= float(want) * (1 + 1e-12)
+
+
+def test_its_own_epsilon_and_delta_are_the_composition_of_its_items() -> None:
+    # δ(ε) of [(1-BR, 3), (0, 1e-6)]: the accounting layer's adaptive composition (the MGF
+    # inversion) gives 0.2420; the stand-alone route through the rounds' Rényi curve 0.3090
+    m = LimitDom(3, 10, 1.0, 1e-6)
+    composed = sdp.compose(m.privacy_items())
+    assert m.delta(0.5) == composed.delta(0.5) < 0.25
+    assert m.epsilon(1e-3) == composed.epsilon(1e-3)
+    # at δ = the mechanism's own δ, nothing is left for the rounds: their largest loss, 3ε
+    assert m.epsilon(1e-6) == 3.0
+    assert m.epsilon(9.9e-7) == math.inf

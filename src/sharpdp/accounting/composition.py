@@ -22,6 +22,7 @@ theorem. Each analysis is a valid upper bound on its own, so the minimum is one 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -497,3 +498,22 @@ def _max_zcdp_compositions(item: Guarantee, budget: ZCDP) -> int:
 
         k = _largest_fitting(fits, k)
     return k
+
+
+@functools.lru_cache(maxsize=256)
+def _adaptive_composition(rounds: Items) -> Composition:
+    return compose(rounds)
+
+
+def read_composed(rounds: Items, quantity: str, at: float) -> float:
+    """A mechanism's rounds read as their adaptive composition: ε(δ) for ``quantity="epsilon"``,
+    δ(ε) for ``"delta"`` (the reader of :data:`sharpdp.guarantees.ComposedReader`, through which
+    mechanisms made of rounds, a layer below, answer their own ε and δ). Never refused for
+    accuracy: a valid bound is what the mechanism needs."""
+    composition = _adaptive_composition(rounds)
+    try:
+        if quantity == "epsilon":
+            return composition.epsilon_bound(at)
+        return composition.delta_bound(at)
+    except (NotImplied, NumericalError):
+        return math.inf if quantity == "epsilon" else 1.0

@@ -72,7 +72,7 @@ import numpy.typing as npt
 
 from sharpdp import _math, _validate
 from sharpdp.errors import InvalidParameter
-from sharpdp.guarantees import RDP, ApproxDP, BoundedRange, Guarantee
+from sharpdp.guarantees import RDP, ApproxDP, BoundedRange, Guarantee, composed_bound
 from sharpdp.mechanisms import _race
 from sharpdp.mechanisms._samplers import RNGLike, as_generator
 from sharpdp.mechanisms.base import Mechanism
@@ -224,11 +224,13 @@ class LimitDom(Mechanism):
         return math.inf  # δ > 0: no Rényi bound
 
     def _delta(self, epsilon: float) -> float:
-        # δ(ε) ≤ f(ε) + δ·(1 − f(ε)), f the rounds' profile (see privacy_items). This stand-alone
-        # answer bounds f through the rounds' Rényi curve; an accountant given this mechanism
-        # composes privacy_items() instead, with every analysis it has (sharper: e.g. the PLD).
+        # δ(ε) ≤ f(ε) + δ·(1 − f(ε)), f the rounds' profile (see privacy_items), with f bounded
+        # through the rounds' Rényi curve; or the accounting layer's adaptive composition of
+        # privacy_items(), with every analysis it has (sharper: e.g. the MGF inversion) — the
+        # least of the two, the same as ``sdp.compose([m])``
         f = self._rounds().delta(epsilon)
-        return min(1.0, _up(f + self.delta_ * (1.0 - f)))
+        own = min(1.0, _up(f + self.delta_ * (1.0 - f)))
+        return min(own, composed_bound(self._items(), "delta", epsilon))
 
     def _epsilon(self, delta: float) -> float:
         if delta < self.delta_:
@@ -236,7 +238,11 @@ class LimitDom(Mechanism):
         # f(ε) ≤ (δ' − δ)/(1 − δ) makes f + δ(1 − f) ≤ δ'; the subtraction is rounded down
         target = (delta - self.delta_) / (1.0 - self.delta_)
         target = max(0.0, target * (1.0 - 2.0**-50))
-        return self._rounds().epsilon(target)
+        own = self._rounds().epsilon(target)
+        return min(own, composed_bound(self._items(), "epsilon", delta))
+
+    def _items(self) -> tuple[tuple[Guarantee, int], ...]:
+        return ((BoundedRange(self.epsilon_), self.k), (ApproxDP(0.0, self.delta_), 1))
 
     # -- data --------------------------------------------------------------------------------------
 

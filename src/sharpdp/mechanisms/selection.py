@@ -23,7 +23,7 @@ import numpy.typing as npt
 from sharpdp import _divergences, _math, _validate
 from sharpdp.conversions import register
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
-from sharpdp.guarantees import ZCDP, BoundedRange, Guarantee, PureDP
+from sharpdp.guarantees import ZCDP, BoundedRange, Guarantee, PureDP, composed_bound
 from sharpdp.mechanisms import _race
 from sharpdp.mechanisms._samplers import RNGLike, as_generator
 from sharpdp.mechanisms.base import Mechanism
@@ -527,9 +527,9 @@ class TopK(_ScoreSelection):
 
     Each round is an ε-BR selection, composed adaptively: the RDP curve is k times the exact BR curve
     (RDP composition, Mironov 2017 Prop 1), pure DP kε. (DDR20's non-adaptive optimum does not apply
-    to peeling.) Its own ``epsilon``/``delta`` read that curve (a valid bound); ``sdp.compose([t])``,
-    accountants and ``sdp.calibrate`` read the exact adaptive composition of its k rounds, which
-    the accounting layer holds, and is sharper: δ(0.5) = 0.242 against 0.309 for k = 3, ε = 1.
+    to peeling.) Its own ``epsilon``/``delta`` are the least of that curve's (CKS20 Prop 12) and
+    of the accounting layer's adaptive composition of the k rounds — the same numbers as
+    ``sdp.compose([t])``: δ(0.5) = 0.242 for k = 3, ε = 1, where the curve alone gives 0.309.
 
     Args:
         k: number of items released (≥ 1).
@@ -605,18 +605,25 @@ class TopK(_ScoreSelection):
     def _renyi(self, alpha: float) -> float:
         return _math.times_up(_divergences.br_renyi(self.epsilon_, alpha), self.k)
 
-    # k > 1 adaptively composed ε-BR rounds: no single characterising guarantee, so the generic
-    # routes of Guarantee apply (the kε-DP profile, and CKS20 on the exact k-fold BR curve);
-    # one round is the exponential mechanism, whose profile is ε-BR's.
+    # k > 1 adaptively composed ε-BR rounds: no single characterising guarantee. The least of
+    # the generic routes of Guarantee (the kε-DP profile, CKS20 on the exact k-fold BR curve)
+    # and of the accounting layer's adaptive composition of the k rounds (e.g. the MGF inversion
+    # of their dominating pairs; DDR20's non-adaptive optimum never applies to peeling); one
+    # round is the exponential mechanism, whose profile is ε-BR's.
+    def _rounds(self) -> tuple[tuple[Guarantee, int], ...]:
+        return ((BoundedRange(self.epsilon_), self.k),)
+
     def _delta(self, epsilon: float) -> float:
         if self.k == 1:
             return self.characterisation()._delta(epsilon)
-        return Guarantee._delta(self, epsilon)
+        own = Guarantee._delta(self, epsilon)
+        return min(own, composed_bound(self._rounds(), "delta", epsilon))
 
     def _epsilon(self, delta: float) -> float:
         if self.k == 1:
             return self.characterisation()._epsilon(delta)
-        return Guarantee._epsilon(self, delta)
+        own = Guarantee._epsilon(self, delta)
+        return min(own, composed_bound(self._rounds(), "epsilon", delta))
 
     def _group(self, k: int) -> Mechanism:
         return TopK(self.k, _math.times_up(self.epsilon_, k), self.sensitivity, self.monotonic)

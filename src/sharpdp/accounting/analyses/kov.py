@@ -195,8 +195,8 @@ class _Optimal(Guarantee):
             return a
         # exp_up: a positive δ that underflows is reported as 5e-324, never 0 (which is pure DP)
         rr = min(1.0, _math.exp_up(self._log_delta_rr(epsilon, atoms)))
-        if a == 0.0:
-            return rr
+        if a == 0.0 or rr == 0.0:
+            return a + rr  # one of them, exactly
         # δ = a + (1 − a)·δ_RR is increasing in a and δ_RR: both rounded up, then the sum
         return min(1.0, _math.up(a + (1.0 - a) * rr))
 

@@ -42,12 +42,14 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from sharpdp.accounting._items import Items, all_gaussian, is_gaussian
+from sharpdp import _math
+from sharpdp.accounting._items import Items, all_gaussian, is_gaussian, mass_at_infinity
 from sharpdp.accounting.pld.pairs import (
     BoundedRangePair,
     DominatingPair,
@@ -150,8 +152,9 @@ class Inversion:
         self.items = _merge_gaussians(items, up=True)
         self.tolerance = tolerance
         p_fin = sum(c * math.log1p(-p.inf_mass) for p, c in self.items if p.inf_mass > 0.0)
-        # P[L = ∞] = 1 − Π(1 − p_i)^{c_i}, rounded up (and down for the lower bracket end)
-        self.inf_mass_hi = min(1.0, -math.expm1(p_fin) * (1.0 + 1e-13) + 1e-300 * (p_fin < 0.0))
+        # P[L = ∞] = 1 − Π(1 − p_i)^{c_i}, rounded up (exactly so for a few δ parts: a lone δ
+        # is itself) and down for the lower bracket end
+        self.inf_mass_hi = mass_at_infinity((p.inf_mass, c) for p, c in self.items)
         self.inf_mass_lo = max(0.0, -math.expm1(p_fin) * (1.0 - 1e-13))
         self.slack = sum(c * p.mgf_slack() for p, c in self.items)
         self._phi_cache: dict[tuple[int, _Plan], tuple[ComplexArray, FloatArray]] = {}
@@ -160,8 +163,13 @@ class Inversion:
         # the plans that certified the ε(δ) answers (any plan gives a valid bound at any ε):
         # δ(ε) at such an ε also tries its plan, so that δ(ε(δ)) ≤ δ exactly
         self._plans: dict[float, tuple[int, _Plan]] = {}
-        self.max_loss = math.fsum(
-            c * p.loss_bound() if p.gdp_mu() is None else math.inf for p, c in self.items
+        # the largest finite loss, Σ c·(each pair's), summed exactly and rounded up: from it on,
+        # δ(ε) is the mass at infinity alone
+        finite = all(p.gdp_mu() is None for p, _ in self.items)
+        self.max_loss = (
+            _math.float_up(sum((c * Fraction(p.loss_bound()) for p, c in self.items), Fraction(0)))
+            if finite
+            else math.inf
         )
 
     # -- the cumulant generating function ------------------------------------------------------
@@ -484,6 +492,8 @@ class Inversion:
         """A certified ε with δ(ε) ≤ ``delta``: the root of the upper bound, found by Newton
         steps on log δ (d log δ/dε ≈ −a at the saddle point), then checked. The steps start at
         ``start`` if given (a better guess saves re-planning), else at a saddle-point estimate."""
+        if delta == self.inf_mass_hi and self.max_loss < math.inf:
+            return self.max_loss  # δ(ε) is the mass at infinity from the largest loss on
         if delta <= self.inf_mass_hi:
             raise NotImplied(
                 f"δ = {delta!r} is not above the mass at infinity {self.inf_mass_hi!r}"
