@@ -210,9 +210,7 @@ def test_an_accountant_spends_a_pure_item_beside_one_that_used_the_whole_delta()
 
 
 @given(
-    parts=st.lists(
-        st.tuples(st.floats(0.0, 0.999), st.integers(1, 400)), min_size=1, max_size=4
-    )
+    parts=st.lists(st.tuples(st.floats(0.0, 0.999), st.integers(1, 400)), min_size=1, max_size=4)
 )
 def test_mass_at_infinity_is_never_below_the_exact_product(parts: list[tuple[float, int]]) -> None:
     from sharpdp.accounting._items import mass_at_infinity

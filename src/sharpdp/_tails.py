@@ -68,10 +68,19 @@ def cks20_epsilon(alpha: float, tau: float, delta: float) -> float:
 
 
 def kl_tv_delta(kl: float) -> float:
-    """δ(ε) ≤ δ(0) = TV(P, Q) ≤ √(1 − e^{−KL}) for every ε ≥ 0 (Bretagnolle–Huber inequality)."""
+    """δ(ε) ≤ δ(0) = TV(P, Q) ≤ min(√(KL/2), √(1 − e^{−KL})) for every ε ≥ 0, KL = D(P‖Q).
+
+    The first is Pinsker's inequality (with Kullback's and Csiszár's constant; Tsybakov 2009,
+    "Introduction to Nonparametric Estimation", Lemma 2.5), sharper for KL < 1.59; the second
+    the Bretagnolle–Huber inequality (Tsybakov 2009, Lemma 2.6), sharper above (and below 1
+    for every KL). Rounded up (``expm1`` and ``sqrt`` err by an ulp between them).
+    """
     if math.isinf(kl):
         return 1.0
-    return math.sqrt(-math.expm1(-kl))
+    bound = math.sqrt(-math.expm1(-kl))
+    if kl >= 2.0 * sys.float_info.min:  # (below, kl/2 may lose its last bit)
+        bound = min(bound, math.sqrt(kl / 2.0))
+    return min(1.0, _math.up(bound, 2))
 
 
 # --- zCDP ----------------------------------------------------------------------------------------
@@ -168,8 +177,8 @@ def zcdp_delta(rho: float, xi: float, epsilon: float) -> float:
     """Smallest certified δ(ε) for (ξ, ρ)-zCDP: the minimum of every valid analysis.
 
     ρ = 0 is pure ξ-DP (BS16 Lemma 3.2) whose tight profile is randomized response's. Otherwise the
-    minimum of CKS20 Cor 13, BS16 Lemma 3.6 (which implies Lemma 3.5) and the Bretagnolle–Huber
-    bound on the total variation with KL ≤ ξ + ρ.
+    minimum of CKS20 Cor 13, BS16 Lemma 3.6 (which implies Lemma 3.5) and the Pinsker and
+    Bretagnolle–Huber bounds on the total variation with KL ≤ ξ + ρ.
     """
     if rho == 0.0:
         return _divergences.rr_delta(max(xi, 0.0), epsilon)

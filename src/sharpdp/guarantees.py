@@ -276,8 +276,9 @@ class Guarantee:
         return None
 
     def _delta(self, epsilon: float) -> float:
-        # Generic route: the tight pure-DP profile if D_∞ is finite, the Bretagnolle–Huber bound on
-        # δ(0) = TV from the KL divergence, and CKS20 Prop 12 minimised over continuous α.
+        # Generic route: the tight pure-DP profile if D_∞ is finite, the Pinsker and
+        # Bretagnolle–Huber bounds on δ(0) = TV from the KL divergence, and CKS20 Prop 12
+        # minimised over continuous α.
         pure, kl = self._renyi(math.inf), self._renyi(1.0)
         best = _divergences.rr_delta(pure, epsilon) if pure < math.inf else 1.0
         if epsilon == math.inf:  # δ(∞) = P[Z = ∞], which is 0 when the KL divergence is finite
@@ -421,7 +422,8 @@ class ZCDP(Guarantee):
 
     ``ZCDP(rho)`` is ρ-zCDP (ξ = 0). (ε, δ) conversions take the minimum of Canonne–Kamath–Steinke
     2020 Cor 13 (continuous optimum over α; never worse than BS16 Lemma 3.5), BS16 Lemma 3.6 and the
-    Bretagnolle–Huber total-variation bound; ρ = 0 is pure ξ-DP (BS16 Lemma 3.2), answered exactly.
+    Pinsker and Bretagnolle–Huber total-variation bounds; ρ = 0 is pure ξ-DP (BS16 Lemma 3.2),
+    answered exactly.
 
     Args:
         rho: ρ ≥ 0 (``inf`` allowed: no guarantee).
