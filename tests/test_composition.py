@@ -537,3 +537,38 @@ def test_a_lone_pure_or_approximate_item_is_read_by_its_own_profile(
     got = compose([item]).epsilon(delta)
     assert got == item.epsilon(delta)
     assert exact <= got <= exact * (1 + 1e-12)
+
+
+def test_a_composition_converts_to_the_sum_of_its_items_zcdp() -> None:
+    # BS16 Prop 1.6 and Lemma 2.3: Gaussian(σ = 3) is 1/18-zCDP, two of them 1/9; it was refused
+    # (only the pure-DP route was tried), and max_compositions with it
+    c = sdp.compose([(sdp.Gaussian(3.0), 2)])
+    rho = sdp.convert(c, sdp.ZCDP).rho
+    assert Fraction(rho) >= Fraction(1, 9)
+    assert rho == math.nextafter(1 / 9, 1.0) or rho == 1 / 9
+    assert sdp.max_compositions(c, sdp.ZCDP(1.0)) == 9
+    # two ε-DP items: 2·ε·tanh(ε/2) (each item's sharp zCDP), not the composed 2ε-DP's 2ε·tanh(ε)
+    pure = sdp.convert(sdp.compose([(sdp.PureDP(1.0), 2)]), sdp.ZCDP).rho
+    assert pure == pytest.approx(2 * math.tanh(0.5), rel=1e-14)
+    assert pure >= float(2 * mpmath.tanh(mpmath.mpf(0.5)))
+    # Laplace (ε0 = 1/2): ρ = sup_α D_α/α of its Rényi curve (Mironov 2017 Prop 6), between
+    # that supremum over a grid of α (mpmath) and the ε0-DP value ε0·tanh(ε0/2)
+    mixed = sdp.convert(sdp.compose([sdp.Laplace(2.0), sdp.ZCDP(0.01)]), sdp.ZCDP).rho
+    e0 = mpmath.mpf(1) / 2
+
+    def laplace_renyi(a: mpmath.mpf) -> mpmath.mpf:
+        inner = a / (2 * a - 1) * mpmath.exp((a - 1) * e0) + (a - 1) / (2 * a - 1) * mpmath.exp(
+            -a * e0
+        )
+        return mpmath.log(inner) / (a - 1)
+
+    # (the supremum sits at α → 1, the KL divergence)
+    with mpmath.workdps(60):
+        floor = max(
+            laplace_renyi(1 + mpmath.mpf(10) ** x) / (1 + mpmath.mpf(10) ** x)
+            for x in range(-12, 2)
+        )
+    assert float(floor) + 0.01 <= mixed <= float(e0 * mpmath.tanh(e0 / 2)) + 0.01
+    assert mixed == pytest.approx(float(floor) + 0.01, rel=1e-8)
+    with pytest.raises(sdp.NotImplied, match="ApproxDP"):
+        sdp.convert(sdp.compose([sdp.ApproxDP(1.0, 1e-6), sdp.ZCDP(0.1)]), sdp.ZCDP)

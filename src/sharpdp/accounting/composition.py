@@ -26,6 +26,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from sharpdp import _validate
@@ -54,6 +55,16 @@ class Composition(Composed):
     # certified points (ε, δ) of the profile answered so far (see _remembered)
     _points: list[tuple[float, float]] = field(default_factory=list, compare=False, repr=False)
     notion: ClassVar[str] = "composition"
+
+    def exact_zcdp(self) -> tuple[Fraction, Fraction] | None:
+        """(Σ c_i ρ_i, Σ c_i ξ_i) exactly when every item is exactly zCDP for known rationals
+        (zCDP adds, Bun–Steinke 2016 Lemma 2.3), else ``None``."""
+        parts = [(g.exact_zcdp(), c) for g, c in self.items]
+        if not parts or any(p is None for p, _ in parts):
+            return None
+        exact = [(p, c) for p, c in parts if p is not None]
+        rho = sum((c * p[0] for p, c in exact), Fraction(0))
+        return rho, sum((c * p[1] for p, c in exact), Fraction(0))
 
     def _prepare(self, a: Analysis) -> Guarantee | str:
         if a.name not in self._cache:

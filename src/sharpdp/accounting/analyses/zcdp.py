@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 
 from sharpdp import _math
-from sharpdp.accounting._items import (
-    Items,
-)
+from sharpdp.accounting._items import Composed, Items
 from sharpdp.accounting.registry import analysis, convert_all
+from sharpdp.conversions import register
 from sharpdp.errors import NotImplied, NumericalError
 from sharpdp.guarantees import ZCDP, Guarantee
 
@@ -42,3 +41,25 @@ def _has_renyi_curve(item: tuple[Guarantee, int]) -> bool:
         return math.isfinite(item[0].renyi(2.0))
     except (NotImplied, NumericalError):
         return False
+
+
+@register(
+    Composed,
+    ZCDP,
+    name="zcdp-of-items",
+    theorem="each item's own (ξ_i, ρ_i)-zCDP (its sharpest conversion), added (Bun–Steinke 2016 "
+    "Lemma 2.3, adaptively)",
+)
+def composed_to_zcdp(g: Composed) -> ZCDP:
+    """A composition's (ξ, ρ)-zCDP from its items': ρ = Σ c_i ρ_i and ξ = Σ c_i ξ_i, rounded up,
+    with (ξ_i, ρ_i) each item's sharpest zCDP conversion (valid adaptively, BS16 Lemma 2.3).
+    Exact for Gaussians; for two ε-DP items 2ε·tanh(ε/2), where the composed pure 2ε-DP reads
+    2ε·tanh(ε).
+
+    Raises:
+        NotImplied: an item has no zCDP guarantee (the message names it).
+    """
+    exact = g.exact_zcdp()
+    if exact is not None:  # rationals, rounded up once
+        return ZCDP(_math.float_up(exact[0]), _math.float_up(exact[1]))
+    return _zcdp(g.items, True)  # type: ignore[return-value]
