@@ -152,6 +152,19 @@ def expm1mx(x: float) -> float:
     """e^x − 1 − x, accurate for small |x| (series) and without overflow for large negative x.
 
     Always ≥ 0; the workhorse that removes the cancellation from divergences of nearby laws.
+
+    Error, relative to the exact φ(x) of the float x, u = 2⁻⁵³ (normal range):
+
+    * |x| < 1/2, the series Σ_{k≥2} x^k/k! summed in order until a term is below 1e-17 of the
+      sum (at most 17 terms): the k-th term is computed with at most k − 1.5 roundings (≤ 0.81u of
+      the first term x²/2 over all terms), the running sum adds ≤ 0.5u of a partial sum per term
+      (partial sums ≤ x²/2 when x < 0, ≤ φ when x > 0: ≤ 8u·x²/2 in all), and the truncation
+      ≤ 0.1u; with φ(x) ≥ (5/6)·x²/2 for alternating terms, at most **11u**;
+    * |x| ≥ 1/2, expm1(x) − x with ``expm1`` within 1u (glibc's documented maximum error on
+      x86-64; other libms of note are as good): u·|e^x − 1|/φ(x) + 0.5u ≤ 4.9u on [1/2, 1] and
+      at x ≤ −1/2 (the cancellation factor |e^x − 1|/φ(x) is largest, 4.4, at x = 1/2).
+
+    (Measured over 20,000 random x against 60-digit values: at most 5.2u.)
     """
     if abs(x) < 0.5:
         term, total, k = x * x / 2.0, 0.0, 2
