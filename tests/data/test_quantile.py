@@ -293,3 +293,39 @@ def test_bad_support_is_refused_before_anything_is_spent(small: pd.DataFrame) ->
         with pytest.raises(sdp.InvalidParameter, match="support"):
             s.quantile("amount", 0.5, (0, 100), privacy=sdp.PureDP(1.0), support=bad)  # type: ignore[arg-type]
     assert s.accountant.history() == ()
+
+
+def test_the_mechanisms_aggregate_is_the_engines_grid() -> None:
+    # halfway values round up on the engine, floor((x − L)·cells/(U − L) + ½); the helper
+    # rounded halves to even (np.rint) and divided first: positions [0, 2, 3, 4] for these
+    from sharpdp.data import _engine
+    from sharpdp.data._bounding import grid_position
+    from sharpdp.mechanisms import Quantile
+
+    ibis = _engine.ibis()
+    rng = np.random.default_rng(20261130)
+    x = np.concatenate([[0.05, 0.25, 0.45, 0.3, -3.0, 7.0], rng.integers(0, 21, 200) / 20.0])
+    m = Quantile(1.0, 0.5, (0.0, 1.0), cells=10)
+    positions, counts = m.aggregate(x)
+    with _engine.quiet():  # (ibis 12 asks pandas 3 for an option it deprecates)
+        table = ibis.memtable(pd.DataFrame({"x": x}))
+    grid = (
+        table.select(t=grid_position(table.x, 0.0, 1.0, 10))
+        .group_by("t")
+        .aggregate(n=ibis._.count())
+    )
+    engine = _engine.execute(ibis.duckdb.connect(), grid.order_by("t"))
+    assert positions.tolist() == engine["t"].tolist()
+    assert counts.tolist() == engine["n"].tolist()
+    assert m.aggregate([0.05, 0.25, 0.45, 0.3])[0].tolist() == [1, 3, 5]
+
+
+def test_bounds_whose_cells_are_zero_wide_are_refused(small: pd.DataFrame) -> None:
+    s = sdp.data.Session(small, "person", sdp.PureDP(10.0), seed=0)
+    with pytest.raises(sdp.InvalidParameter, match="too close together for 1024 cells"):
+        s.quantile("amount", 0.5, (0.0, 5e-324), privacy=sdp.PureDP(1.0))
+    assert s.accountant.history() == ()
+    # bounds as a 1-D array or Series of two numbers, read by position
+    for bounds in (np.array([0.0, 100.0]), pd.Series([0.0, 100.0])):
+        q = s.quantile("amount", 0.5, bounds, privacy=sdp.PureDP(1.0))  # type: ignore[arg-type]
+        assert "bounds=(0.0, 100.0)" in str(q.explain())

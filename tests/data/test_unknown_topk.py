@@ -201,3 +201,34 @@ def test_calibration_is_kept_per_shape_and_never_shared_across_targets(zipf: pd.
     assert len({repr(q.charge) for q in (first, other, wider)}) == 3
     for q, epsilon in ((first, 0.7), (other, 0.35), (wider, 0.7)):
         assert sdp.compose([q.charge]).certifies(epsilon, 1e-6)
+
+
+def test_select_best_without_keys_is_limitdom_with_k_one(
+    zipf: pd.DataFrame, reference: type
+) -> None:
+    # the best of unknown candidates: one LimitDom round over approvals (one row per person
+    # and key); at a huge ε the true best (by persons, capped) is released, as in the test above
+    s = sdp.data.Session(zipf, "person", sdp.ApproxDP(1e9, 0.1), seed=1)
+    q = s.select_best("item", privacy=sdp.ApproxDP(1e6, 1e-3), max_groups=2)
+    assert (q.mechanism.k, q.bounding.max_rows) == (1, 1)
+    counts = reference.bounded_counts(zipf, "person", ["item"], 1, 2, q.bounding.salt)
+    best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0][0]
+    assert q.run(rng=0).to_pandas()["item"].tolist() == [best]
+    pure = sdp.data.Session(zipf, "person", sdp.PureDP(1.0))
+    with pytest.raises(sdp.InvalidParameter, match="need δ > 0"):
+        pure.select_best("item", privacy=sdp.PureDP(0.5))
+    assert pure.accountant.history() == ()
+
+
+@pytest.mark.parametrize("kwargs", [{"k": 1, "k_bar": 2**63}, {"k": 2**63}])
+def test_k_and_k_bar_beyond_the_engines_ranks_are_refused(
+    zipf: pd.DataFrame, kwargs: dict[str, int]
+) -> None:
+    # the engine compares k̄ with int64 ranks: k̄ = 2⁶³ raised a TypeError there after explain()
+    # had priced it; the default k̄ = max(2k, 100) is capped at 2⁶³ − 1
+    s = sdp.data.Session(zipf, "person", sdp.ApproxDP(1.0, 1e-6))
+    with pytest.raises(sdp.InvalidParameter, match="must be <= 9223372036854775807"):
+        s.top_k("item", privacy=sdp.ApproxDP(0.5, 1e-7), **kwargs)  # type: ignore[arg-type]
+    q = s.top_k("item", 2**62, privacy=sdp.ApproxDP(0.5, 1e-7))
+    assert q.mechanism.k_bar == 2**63 - 1
+    assert q.run(rng=0).to_pandas().empty  # (every key falls short of the threshold)

@@ -135,11 +135,14 @@ def test_query_explain_budget_release_round_trip(server: Server) -> None:
             "privacy": "pure:0.1",
         },
         {"query": "select_best", "column": "dept", "keys": ["a", "b", "c"], "privacy": "pure:0.1"},
+        {"query": "select_best", "column": "dept", "privacy": "approx:0.1,1e-7"},
     ],
     ids=lambda b: str(b["query"]),
 )
 def test_every_query_kind_runs(server: Server, body: dict[str, Any]) -> None:
-    token = new_analyst(server.url, f"kind-{body['query']}-{len(body)}", "approx:10,1e-6")
+    token = new_analyst(
+        server.url, f"kind-{body['query']}-{len(body)}-{'keys' in body}", "approx:10,1e-6"
+    )
     full = {"dataset": "people", **body}
     priced = httpx.post(f"{server.url}/explain", json=full, headers=bearer(token))
     assert priced.status_code == 200, priced.text

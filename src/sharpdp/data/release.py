@@ -329,10 +329,13 @@ class QuantileRelease(Release):
     where n is the number of bounded rows of the group (after clamping, grid rounding and the
     contribution caps), r the number of them below the released value, and d* = min_t |r_t − qn|
     the best any grid cell achieves (0 ≤ d* ≤ the largest number of bounded rows sharing one grid
-    point; d* ≤ ½ when no two rows share one). Proof [the exponential mechanism's utility bound,
-    McSherry–Talwar 2007, Thm 6]: the sampled cell t has P[t] = e^{c·u_t}/Σ_s e^{c·u_s} with
-    u_t = −|r_t − qn| and max_s u_s = −d*, so the cells with u_t < −d* − w have total probability
-    < cells·e^{−c(d* + w)}/e^{−c·d*} = cells·e^{−cw} = 1 − level. w is rounded up.
+    point). When no two rows share a grid point, the ranks r_t of consecutive cells differ by at
+    most 1, so d* ≤ ½ — unless q·n lies beyond the first or last cell's rank (a row at an end of
+    the grid: q = 0 with a row at L has r_t ≥ 1 for every cell), where d* ≤ 1. Proof [the
+    exponential mechanism's utility bound, McSherry–Talwar 2007, Thm 6]: the sampled cell t has
+    P[t] = e^{c·u_t}/Σ_s e^{c·u_s} with u_t = −|r_t − qn| and max_s u_s = −d*, so the cells with
+    u_t < −d* − w have total probability < cells·e^{−c(d* + w)}/e^{−c·d*} = cells·e^{−cw} =
+    1 − level. w is rounded up.
 
     **Why no value interval** (``lower``/``upper`` columns like the counts'): the values at ranks
     qn ± (d* + w) are order statistics of the private data; an interval made of them would be a
@@ -376,9 +379,10 @@ class QuantileRelease(Release):
             f"quantile: midpoint of a grid cell drawn by the exponential mechanism (c = "
             f"{self.coefficient!r}, {self.cells:,} cells); rank_error w: with probability ≥ "
             f"{exact(level)}, |rank − q·n| ≤ d* + w (rounded up), where d*, the best rank any "
-            "cell reaches, is ≤ ½ for distinct grid values but up to the largest number of rows "
-            "sharing one (a tie has no width in Smith's mechanism: on heavily tied data, e.g. a "
-            "constant column, the value can fall anywhere between the tie's neighbours)"
+            "cell reaches, is ≤ 1 for distinct grid values (≤ ½ unless q·n lies beyond the end "
+            "cells' ranks) but up to the largest number of rows sharing one (a tie has no width "
+            "in Smith's mechanism: on heavily tied data, e.g. a constant column, the value can "
+            "fall anywhere between the tie's neighbours)"
         )
 
     def to_pandas(self, level: float = 0.95) -> pd.DataFrame:

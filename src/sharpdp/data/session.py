@@ -104,10 +104,14 @@ def _columns(name: str, value: object) -> tuple[str, ...]:
     )
 
 
+#: The largest count the engines compare with their int64 ranks (caps, k, k̄).
+_MAX_RANK = 2**63 - 1
+
+
 def _cap(name: str, value: object) -> int:
     """A contribution cap: an integer in [1, 2⁶³ − 1] (the engines compare it with int64 ranks;
     2⁶³ failed in the engine after ``explain()`` had priced it)."""
-    return _validate.integer(name, value, minimum=1, maximum=2**63 - 1)
+    return _validate.integer(name, value, minimum=1, maximum=_MAX_RANK)
 
 
 def _privacy(value: object) -> sdp.Guarantee:
@@ -186,7 +190,10 @@ def _missing(column: Any) -> Any:
 
 
 def _bounds(value: object) -> tuple[float, float]:
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
+    # a tuple or list, or a 1-D array or Series of two numbers (read by position)
+    if isinstance(value, np.ndarray | pd.Series) and value.ndim == 1:
+        value = list(value.tolist())
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes) or len(value) != 2:
         raise InvalidParameter(f"bounds must be a pair (lower, upper), got {value!r}")
     lo = _validate.real("bounds[0]", value[0])
     hi = _validate.real("bounds[1]", value[1])
@@ -946,8 +953,9 @@ class Session:
 
         Accuracy: ``run(...).to_pandas(level)`` gives a data-independent ``rank_error`` w (see
         :class:`~sharpdp.data.release.QuantileRelease`): the released rank is within d* + w of
-        q·n, where d* is ≤ ½ when no two rows share a grid point but up to the largest number of
-        rows sharing one. Smith's mechanism gives a tie no width, so on heavily tied data (a
+        q·n, where d* is ≤ 1 when no two rows share a grid point (≤ ½ unless q·n lies beyond the
+        ranks of the grid's end cells, e.g. q = 0 with a row at L) but up to the largest number
+        of rows sharing one. Smith's mechanism gives a tie no width, so on heavily tied data (a
         constant column, integers with few distinct values) the value may fall anywhere between
         the tie's neighbours, whatever ε; ``support="points"`` has no d* term (some grid point's
         rank range always holds q·n). There is no value interval, as explained there.
@@ -997,6 +1005,11 @@ class Session:
             raise InvalidParameter(
                 f"bounds ({lo!r}, {hi!r}) are too far apart for {n_cells} cells: (U − L)·cells "
                 "overflows double precision; narrow the bounds or pass fewer cells"
+            )
+        if not (hi - lo) / n_cells > 0.0:  # every cell 0 wide: each release would read L
+            raise InvalidParameter(
+                f"bounds ({lo!r}, {hi!r}) are too close together for {n_cells} cells: a cell's "
+                "width (U − L)/cells underflows to 0; widen the bounds or pass fewer cells"
             )
         m, kappa = self._caps(max_rows, max_groups)
         cols, public = self._by(
@@ -1130,7 +1143,7 @@ class Session:
                 without δ > 0.
         """
         target = self._target(privacy)
-        kk = _validate.integer("k", k, minimum=1)
+        kk = _validate.integer("k", k, minimum=1, maximum=_MAX_RANK)
         if keys is None:
             return self._top_k_unknown(column, kk, target, max_groups, max_rows, by, by_keys, k_bar)
         if k_bar is not None:
@@ -1187,7 +1200,12 @@ class Session:
         if not isinstance(column, str):
             raise InvalidParameter(f"column must be a column name, got {column!r}")
         self._check("column", (column,))
-        kb = max(2 * k, 100) if k_bar is None else _validate.integer("k_bar", k_bar, minimum=1)
+        # the engine compares k̄ with int64 ranks (k̄ = 2⁶³ failed there after explain() priced it)
+        kb = (
+            min(max(2 * k, 100), _MAX_RANK)
+            if k_bar is None
+            else _validate.integer("k_bar", k_bar, minimum=1, maximum=_MAX_RANK)
+        )
         if kb < k:
             raise InvalidParameter(f"k_bar must be >= k={k}, got {kb}")
         cols, groups = self._by(by, by_keys, name="by_keys", column=column)
@@ -1241,25 +1259,34 @@ class Session:
         self,
         column: str,
         *,
-        keys: object,
+        keys: object = None,
         privacy: sdp.Guarantee,
         max_groups: int | None = None,
-    ) -> SelectBestQuery:
+    ) -> SelectBestQuery | LimitDomQuery:
         """One exponential mechanism choosing the candidate approved by the most persons.
 
         Each person approves at most ``max_groups`` of the public ``keys`` (its values of
         ``column``, capped by the seeded hash); a candidate's score is its number of approving
         persons (score range 1, monotonic: P[y] ∝ exp(ε·score_y)).
 
+        Without ``keys`` the candidates are unknown: this is ``top_k(column, 1, keys=None,
+        max_rows=1)``, LimitDom with k = 1 (Durfee–Rogers 2019), which releases the best
+        candidate only if its noisy count beats a noisy threshold above the runner-up's, and
+        needs δ > 0 (see :meth:`top_k`).
+
         Args:
             column: the candidate column.
-            keys: the public candidates.
+            keys: the public candidates, or ``None`` for unknown ones (LimitDom).
             privacy: the target.
             max_groups: κ, approvals per person (default: the session's).
 
         Returns:
-            The :class:`~sharpdp.data.selection.SelectBestQuery`.
+            The :class:`~sharpdp.data.selection.SelectBestQuery`, or with unknown keys the
+            :class:`~sharpdp.data.selection.LimitDomQuery`.
         """
+        if keys is None:
+            unknown = self.top_k(column, 1, privacy=privacy, max_groups=max_groups, max_rows=1)
+            return cast(LimitDomQuery, unknown)  # (keys=None: always LimitDom)
         target = self._target(privacy)
         candidates, _, _ = self._selection_setup(column, keys, None, None)
         kappa = self._caps(None, max_groups)[1]

@@ -257,8 +257,10 @@ class Quantile(Mechanism):
     def aggregate(self, values: Sequence[float] | FloatArray) -> tuple[IntArray, IntArray]:
         """Clamp raw values to the bounds, round to the nearest grid point, count: (positions, counts).
 
-        What an engine computes in SQL (``round((clamp(x, L, U) − L)/γ)`` grouped); provided for
-        in-memory data and tests. Rounding is per-row pre-processing (no privacy effect).
+        What the data layer's engines compute, bit for bit: t = floor((clamp(x, L, U) − L)·cells
+        /(U − L) + ½) (the nearest grid point, halves rounded up), the same IEEE-754 operations
+        in the same order, grouped; provided for in-memory data, tests and audits. Rounding is
+        per-row pre-processing (no privacy effect).
         """
         x = np.asarray(values, dtype=np.float64)
         if x.ndim != 1:
@@ -266,8 +268,11 @@ class Quantile(Mechanism):
         if np.isnan(x).any():
             raise InvalidParameter("values must not contain NaN")
         lower, upper = self.bounds
-        t = np.rint((np.clip(x, lower, upper) - lower) / (upper - lower) * self.cells)
-        t = np.clip(t, 0, self.cells).astype(np.int64)
+        with np.errstate(over="ignore", invalid="ignore"):  # (as the engines: U − L may be inf)
+            t = np.floor(
+                (np.clip(x, lower, upper) - lower) * float(self.cells) / (upper - lower) + 0.5
+            )
+        t = np.clip(np.nan_to_num(t, nan=0.0), 0, self.cells).astype(np.int64)
         positions, counts = np.unique(t, return_counts=True)
         return positions.astype(np.int64), counts.astype(np.int64)
 

@@ -110,11 +110,12 @@ class TopKBody(_Body):
 
 
 class SelectBestBody(_Body):
-    """``Session.select_best``: the public candidate approved by the most persons."""
+    """``Session.select_best``: the candidate approved by the most persons, among public ``keys``
+    or, without them, among unknown ones (LimitDom with k = 1; needs δ > 0)."""
 
     query: Literal["select_best"]
     column: str = Field(min_length=1, max_length=256)
-    keys: list[Key]
+    keys: list[Key] | None = None
     max_groups: Cap | None = None
 
 

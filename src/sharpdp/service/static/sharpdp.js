@@ -169,7 +169,7 @@ function analystPage() {
     mean: { bounds: true },
     quantile: { bounds: true, q: true },
     top_k: { keys: "Candidates (comma-separated; empty: found privately)", k: true },
-    select_best: { keys: "Candidates (comma-separated; required)", rows: false },
+    select_best: { keys: "Candidates (comma-separated; empty: found privately)", rows: false },
   };
 
   function kindOf() {
