@@ -15,11 +15,24 @@ from servers import ADMIN, Server, admin, bearer, new_analyst, write_config
 import sharpdp as sdp
 from sharpdp.accounting.ledger import Ledger
 
+#: A second data set, keyed by a binary column (Parquet keeps the type; CSV has none).
+BLOBS = """
+[datasets.blobs]
+path = "blobs.parquet"
+privacy_unit = "person"
+"""
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    import pandas as pd
+
     directory = tmp_path_factory.mktemp("api")
-    s = Server(write_config(directory, budget="approx:1,1e-6")).start()
+    blobs = pd.DataFrame(
+        {"person": range(90), "tag": [b"\x00\xff", b"ab", b"z"] * 30}  # 30 persons per tag
+    )
+    blobs.to_parquet(directory / "blobs.parquet")
+    s = Server(write_config(directory, budget="approx:1,1e-6", extra=BLOBS)).start()
     yield s
     s.stop()
 
@@ -562,3 +575,25 @@ def test_spent_and_remaining_add_up_after_many_kinds_of_spend(server: Server) ->
         got = r.json()
         assert got["spent"] + got["remaining"] == pytest.approx(5.0, abs=1e-9)
     assert httpx.get(f"{server.url}/budget", headers=h).json()["spent"] == got["spent"]
+
+
+def test_binary_keys_go_in_and_come_back_as_hex(server: Server) -> None:
+    # JSON has no bytes: a binary column's public keys are {"hex": ...}, and released byte
+    # strings come back so (they came back as the text "b'ab'", and could not be sent at all)
+    h = bearer(new_analyst(server.url, "hex-keys", "pure:100"))
+    body = {
+        "dataset": "blobs",
+        "query": "count_by",
+        "column": "tag",
+        "keys": [{"hex": "00ff"}, {"hex": "6162"}, {"hex": ""}],
+        "privacy": "pure:50",
+    }
+    r = httpx.post(f"{server.url}/queries", json=body, headers=h)
+    assert r.status_code == 200, r.text
+    rows = {json.dumps(row["tag"]): row["count"] for row in r.json()["rows"]}
+    assert set(rows) == {'{"hex": "00ff"}', '{"hex": "6162"}', '{"hex": ""}'}
+    # ε = 50, one row per person: discrete Laplace noise of scale 1/50, |noise| ≥ 1 with
+    # probability ≈ 2e^{−50} per count
+    assert (rows['{"hex": "00ff"}'], rows['{"hex": "6162"}'], rows['{"hex": ""}']) == (30, 30, 0)
+    bad = httpx.post(f"{server.url}/queries", json={**body, "keys": [{"hex": "6"}]}, headers=h)
+    assert bad.status_code == 422

@@ -90,14 +90,19 @@ def _is_missing(value: object) -> bool:
 def json_cell(value: Any) -> Any:
     """A cell of ``to_pandas()`` as JSON, at full precision, alike in ``sharpdp query --json`` and
     the service: NULL, NaN and NaT → ``None``; ±inf → ``"inf"``/``"-inf"``; dates, times and
-    timestamps → their ISO text (microseconds, nanoseconds and a time zone when they have one).
+    timestamps → their ISO text (microseconds, nanoseconds and a time zone when they have one);
+    byte strings → ``{"hex": "..."}`` (the form the service takes binary keys in).
 
     Example:
         >>> json_cell(pd.Timestamp("2013-01-01")), json_cell(float("inf")), json_cell(pd.NA)
         ('2013-01-01T00:00:00', 'inf', None)
+        >>> json_cell(b"ab")
+        {'hex': '6162'}
     """
     if value is None or isinstance(value, bool | int | str):
         return value
+    if isinstance(value, bytes | bytearray):  # (np.bytes_ is a bytes)
+        return {"hex": bytes(value).hex()}
     if isinstance(value, float):
         if math.isnan(value):
             return None

@@ -12,15 +12,32 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 import sharpdp as sdp
 from sharpdp.data.release import Release, json_rows
 from sharpdp.service._body import Body
 
-__all__ = ["QUERIES", "QueryKind", "QueryRequest", "build", "explanation", "release_payload"]
+__all__ = [
+    "QUERIES",
+    "HexKey",
+    "QueryKind",
+    "QueryRequest",
+    "build",
+    "explanation",
+    "release_payload",
+]
 
-Key = str | int | float | bool
+
+class HexKey(BaseModel):
+    """A byte-string key (for a binary column), as hexadecimal text: ``{"hex": "6162"}`` is
+    ``b"ab"``; released byte strings come back in the same form."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    hex: str = Field(max_length=2048, pattern=r"^(?:[0-9a-fA-F]{2})*$")
+
+
+Key = str | int | float | bool | HexKey
 Columns = (
     Annotated[str, Field(min_length=1, max_length=256)]
     | Annotated[
@@ -157,9 +174,19 @@ QUERIES: dict[str, QueryKind] = {
 _COMMON = frozenset({"dataset", "query", "privacy", "level"})
 
 
+def _key(value: Any) -> Any:
+    """A key as the data layer takes it: a list (several columns) becomes a tuple, and a
+    ``{"hex": ...}`` object (dumped from :class:`HexKey`) its bytes."""
+    if isinstance(value, list):
+        return tuple(_key(v) for v in value)
+    if isinstance(value, dict) and set(value) == {"hex"}:
+        return bytes.fromhex(value["hex"])
+    return value
+
+
 def _keys(value: Any) -> Any:
     if isinstance(value, list):
-        return [tuple(v) if isinstance(v, list) else v for v in value]
+        return [_key(v) for v in value]
     return value
 
 
