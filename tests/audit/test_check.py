@@ -69,7 +69,16 @@ def test_approximate_claims_compare_profiles() -> None:
     assert not bad.ok
     # (the claim's own δ is now tested too: ε(δ) at it is the claim's 0, where δ is too large)
     assert {v.quantity for v in bad.violations} == {"delta", "epsilon"}
-    assert all(v.argument == 0.0 for v in bad.violations if v.quantity == "delta")
+    # at ε = 0, and wherever else the search between points finds the profile above the claim:
+    # each a real excess, RR(1)'s δ(ε) = (e − e^ε)/(1 + e) (ε ≤ 1) against the claim's
+    deltas = [v for v in bad.violations if v.quantity == "delta"]
+    assert any(v.argument == 0.0 for v in deltas)
+    for v in deltas:
+        assert v.argument is not None
+        assert 0.0 <= v.argument < 1.0
+        exact_delta = (math.e - math.exp(v.argument)) / (1.0 + math.e)
+        assert v.measured == pytest.approx(exact_delta, rel=1e-12)
+        assert exact_delta > sdp.ApproxDP(0.0, tv * (1 - 1e-6)).delta(v.argument) * (1 + 1e-12)
 
 
 def test_worst_case_report_names_the_pair() -> None:
@@ -102,3 +111,46 @@ def test_claims_must_be_guarantees() -> None:
     with pytest.raises(sdp.InvalidParameter, match="needs a claim"):
         w.check()
     assert w.max_divergence() == pytest.approx(math.log(0.5 / 0.3))
+
+
+def test_a_violation_between_the_compared_points_is_found() -> None:
+    # EM(2) on scores (0, 0, 0) vs (1, −1, 0): P uniform, Q = softmax(1, −1, 0). Gaussian(1.1)
+    # claims δ(0.8055) = 0.13159, the pair has 0.13186 — between grid points 0.25 apart, where
+    # a sampled grid let the claim pass. Both values computed here in mpmath.
+    import mpmath
+
+    r = exact(sdp.Exponential(2.0), [0, 0, 0], [1, -1, 0])
+    with mpmath.workdps(40):
+        p = [mpmath.mpf(1) / 3] * 3
+        z = mpmath.e + mpmath.e**-1 + 1
+        q = [mpmath.e / z, mpmath.e**-1 / z, 1 / z]
+        eps = mpmath.mpf(0.8055)
+        pair = max(
+            sum(max(0, a - mpmath.e**eps * b) for a, b in zip(x, y, strict=True))
+            for x, y in ((p, q), (q, p))
+        )
+        mu = 1 / mpmath.mpf(1.1)  # Balle–Wang: δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ)
+        claimed = mpmath.ncdf(mu / 2 - eps / mu) - mpmath.e**eps * mpmath.ncdf(-mu / 2 - eps / mu)
+    assert pair > claimed * (1 + 1e-3)
+    assert not r.check(sdp.Gaussian(1.1)).ok
+    # a zCDP claim just below the pair's sup_α D_α/α (scanned here on a fine grid of α),
+    # violated between the fixed orders 1.25 and 1.5
+    with mpmath.workdps(30):
+
+        def renyi(alpha: mpmath.mpf) -> mpmath.mpf:
+            one = sum(a**alpha * b ** (1 - alpha) for a, b in zip(p, q, strict=True))
+            two = sum(b**alpha * a ** (1 - alpha) for a, b in zip(p, q, strict=True))
+            return mpmath.log(max(one, two)) / (alpha - 1)
+
+        rho = max(
+            renyi(1 + mpmath.mpf(i) / 1000) / (1 + mpmath.mpf(i) / 1000) for i in range(1, 2000)
+        )
+    assert not r.check(sdp.ZCDP(float(rho) * (1 - 2e-5))).ok
+    assert r.check(sdp.ZCDP(float(rho) * (1 + 1e-6))).ok
+
+
+def test_a_local_randomizer_is_checked_against_its_own_guarantee() -> None:
+    rand = sdp.local.Randomizer("oue", 1.0, 4)
+    result = exact(rand, 0, 1).check()
+    assert result.ok
+    assert result.claim == sdp.PureDP(1.0)

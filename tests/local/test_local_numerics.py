@@ -157,3 +157,13 @@ def test_a_normal_interval_at_a_level_within_an_ulp_of_one() -> None:
     q = est.query([1, 2])
     q_lower, q_upper = q.interval(level, method="normal")
     assert q_upper - q_lower == pytest.approx(2 * z * math.sqrt(q.variance), rel=1e-6)
+
+
+@pytest.mark.parametrize("eps", [1e-8, 2.6e-8, 1e-10, 1e-16, 1e-100])
+def test_auto_never_picks_hadamard_where_it_ties_oue_in_floats(eps: float) -> None:
+    # (1 + t)²/t = 4 + (1 − t)²/t > 4 exactly: OUE beats Hadamard response at every ε, though
+    # below ε ≈ 3e-8 the two round to the same float, and the tie went to Hadamard
+    if eps > 1e-25:  # (60 digits resolve the difference, ε² relative, down to here)
+        v = _mp_null_variances(eps, 10)
+        assert v["oue"] < v["hadamard"]
+    assert sdp.local.choose_scheme(eps, 10) == "oue"

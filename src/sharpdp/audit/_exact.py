@@ -172,12 +172,7 @@ class ExactReport(_ReportBase):
         return f"x={_short(self.x)}, x_prime={_short(self.x_prime)}"
 
     def default_claim(self) -> Guarantee:
-        if isinstance(self.mechanism, Guarantee):
-            return self.mechanism
-        raise InvalidParameter(
-            "check() needs a claim: the audited object is not a sharpdp mechanism "
-            f"({_short(self.mechanism)})"
-        )
+        return _claim_of(self.mechanism, f" ({_short(self.mechanism)})")
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -238,9 +233,20 @@ class WorstCaseReport(_ReportBase):
         return f"pair #{i} (x={_short(r.x)}, x_prime={_short(r.x_prime)})"
 
     def default_claim(self) -> Guarantee:
-        if isinstance(self.mechanism, Guarantee):
-            return self.mechanism
-        raise InvalidParameter("check() needs a claim: the audited object is not a mechanism")
+        return _claim_of(self.mechanism, "")
+
+
+def _claim_of(audited: object, shown: str) -> Guarantee:
+    """What an audited object claims: itself when it is a guarantee (a mechanism), else the
+    guarantee it states (a local randomizer's ``guarantee``, ε-LDP)."""
+    if isinstance(audited, Guarantee):
+        return audited
+    stated = getattr(audited, "guarantee", None)
+    if isinstance(stated, Guarantee):
+        return stated
+    raise InvalidParameter(
+        f"check() needs a claim: the audited object is not a sharpdp mechanism{shown}"
+    )
 
 
 # -- entry points ---------------------------------------------------------------------------------
