@@ -572,3 +572,12 @@ def test_a_composition_converts_to_the_sum_of_its_items_zcdp() -> None:
     assert mixed == pytest.approx(float(floor) + 0.01, rel=1e-8)
     with pytest.raises(sdp.NotImplied, match="ApproxDP"):
         sdp.convert(sdp.compose([sdp.ApproxDP(1.0, 1e-6), sdp.ZCDP(0.1)]), sdp.ZCDP)
+
+
+def test_an_item_with_infinite_epsilon_composes_to_infinite_epsilon() -> None:
+    # (∞, δ)-DP holds for every mechanism: δ(ε) = 1 at every finite ε (basic composition's
+    # rational sums raised "cannot convert Infinity to integer ratio")
+    c = sdp.compose([sdp.ApproxDP(math.inf, 0.1), sdp.PureDP(1.0)])
+    assert c.epsilon(0.5) == math.inf
+    assert c.delta(1.0) == 1.0
+    assert not sdp.Accountant(budget=sdp.ApproxDP(5.0, 0.2)).would_fit(sdp.ApproxDP(math.inf, 0.1))

@@ -9,6 +9,7 @@ below by an exact post-processing (the binned k-fold Laplace).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -273,3 +274,21 @@ def test_distinct_selection_items_with_a_gaussian_match_the_binomial_sums(epsilo
     ]
     value = sdp.compose(items).delta(epsilon)
     assert exact * (1 - 1e-12) <= value <= exact * (1 + 1e-9)
+
+
+def test_the_largest_loss_of_a_discrete_laplace_is_not_rounded_down() -> None:
+    # Laplace(1) and a discrete Laplace of scale 3, Δ = 5: the largest loss is 1 + 5/3 = 8/3, above
+    # the float 2.6666666666666665 that the listed atom 5·(1/3) rounds to. There δ is at least
+    # P[L = 8/3]·(1 − e^{ε − 8/3}) = ½·1/(1 + e^{−1/3})·(1 − e^{ε − 8/3}) (computed here), not the
+    # mass at infinity 0 that the MGF inversion read beyond its (rounded) largest loss.
+    import mpmath
+
+    eps = 2.6666666666666665
+    with mpmath.workdps(40):
+        gap = mpmath.mpf(8) / 3 - mpmath.mpf(eps)
+        floor = mpmath.mpf(1) / 2 / (1 + mpmath.e ** (-mpmath.mpf(1) / 3)) * -mpmath.expm1(-gap)
+    assert floor > 4e-17
+    c = sdp.compose([sdp.Laplace(scale=1.0), sdp.DiscreteLaplace(scale=3.0, sensitivity=5)])
+    assert c.delta_bound(eps) >= floor
+    assert c.epsilon_bound(1e-300) >= 8 / 3
+    assert Fraction(c.epsilon_bound(1e-300)) > Fraction(8, 3)

@@ -318,6 +318,11 @@ def test_the_mechanisms_aggregate_is_the_engines_grid() -> None:
     assert positions.tolist() == engine["t"].tolist()
     assert counts.tolist() == engine["n"].tolist()
     assert m.aggregate([0.05, 0.25, 0.45, 0.3])[0].tolist() == [1, 3, 5]
+    # (x − L)·cells overflowing: refused, as the session refuses such bounds (it binned 0.3·U
+    # into the last cell)
+    wide = Quantile(5.0, 0.5, (0.0, 1e300), cells=2**40)
+    with pytest.raises(sdp.InvalidParameter, match="too far apart"):
+        wide.aggregate([3e299])
 
 
 def test_bounds_whose_cells_are_zero_wide_are_refused(small: pd.DataFrame) -> None:

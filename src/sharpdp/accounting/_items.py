@@ -133,8 +133,11 @@ def mass_at_infinity(deltas: Iterable[tuple[float, int]]) -> float:
     Exact, rounded up once, while the product has at most 256 factors (the rationals stay a few
     thousand bits): a lone δ is then reported as itself, so a budget whose δ is exactly the items'
     is met at their ε (rounded in floats, 1e-6 read 1.0000000000001e-6 and ε was infinite).
-    Beyond that, in log space: −expm1(Σ c_i·log1p(−δ_i)) with the sum moved down by more than
-    its float error (a few ulps per term) before ``expm1``, and the result rounded up.
+    Beyond that, in log space: −expm1(Σ c_i·log1p(−δ_i)), the sum moved down by 8u before
+    ``expm1`` (u = 2⁻⁵³; each term is within 1.5u — ``log1p`` within an ulp as glibc documents,
+    the product half of one — and the correctly rounded ``fsum`` of same-signed terms adds half
+    an ulp: 2u in all), and the result rounded up by 4 ulps (``expm1`` errs by one; 1 − e^x has
+    condition number ≤ 1 in x < 0).
 
     Args:
         deltas: (δ_i, c_i) pairs, δ_i ∈ [0, 1], c_i ≥ 1.
@@ -153,7 +156,7 @@ def mass_at_infinity(deltas: Iterable[tuple[float, int]]) -> float:
             keep *= (1 - Fraction(d)) ** c
         return min(1.0, _math.float_up(1 - keep))
     log_keep = math.fsum(c * math.log1p(-d) for d, c in parts)
-    log_keep = log_keep * (1.0 + 2.0**-48) - 1e-300
+    log_keep = log_keep * (1.0 + 2.0**-50) - 1e-300
     return min(1.0, _math.up(-math.expm1(log_keep)))
 
 

@@ -516,6 +516,7 @@ def _adaptive_composition(rounds: Items) -> Composition:
     return compose(rounds)
 
 
+@functools.lru_cache(maxsize=4096)
 def read_composed(rounds: Items, quantity: str, at: float) -> float:
     """A mechanism's rounds read as their adaptive composition: ε(δ) for ``quantity="epsilon"``,
     δ(ε) for ``"delta"`` (the reader of :data:`sharpdp.guarantees.ComposedReader`, through which

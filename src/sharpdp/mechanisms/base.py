@@ -31,6 +31,14 @@ class Mechanism(Guarantee):
         pair); ``None`` otherwise. Accountants compose these items in its place."""
         return None
 
+    def rounds(self) -> tuple[tuple[Guarantee, int], ...] | None:
+        """The items whose *adaptive* composition this mechanism is, when it is made of rounds
+        (top-k's k peeling rounds; LimitDom's rounds and its ⊥ part), else ``None``. Its own
+        ε and δ then read that composition from the accounting layer
+        (:func:`sharpdp.guarantees.composed_bound`), and a composition of it does not read them
+        back (it composes the same rounds itself)."""
+        return None
+
     def characterisation(self) -> Guarantee:
         """The guarantee that characterises this mechanism (its worst case over neighbours)."""
         raise NotImplementedError(f"{type(self).__name__} implements the guarantee hooks directly")

@@ -230,7 +230,7 @@ class LimitDom(Mechanism):
         # least of the two, the same as ``sdp.compose([m])``
         f = self._rounds().delta(epsilon)
         own = min(1.0, _up(f + self.delta_ * (1.0 - f)))
-        return min(own, composed_bound(self._items(), "delta", epsilon))
+        return min(own, composed_bound(self.rounds(), "delta", epsilon))
 
     def _epsilon(self, delta: float) -> float:
         if delta < self.delta_:
@@ -239,9 +239,10 @@ class LimitDom(Mechanism):
         target = (delta - self.delta_) / (1.0 - self.delta_)
         target = max(0.0, target * (1.0 - 2.0**-50))
         own = self._rounds().epsilon(target)
-        return min(own, composed_bound(self._items(), "epsilon", delta))
+        return min(own, composed_bound(self.rounds(), "epsilon", delta))
 
-    def _items(self) -> tuple[tuple[Guarantee, int], ...]:
+    def rounds(self) -> tuple[tuple[Guarantee, int], ...]:
+        """The items of :meth:`privacy_items`: k ε-BR rounds and ApproxDP(0, δ)."""
         return ((BoundedRange(self.epsilon_), self.k), (ApproxDP(0.0, self.delta_), 1))
 
     # -- data --------------------------------------------------------------------------------------

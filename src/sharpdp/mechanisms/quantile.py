@@ -268,11 +268,14 @@ class Quantile(Mechanism):
         if np.isnan(x).any():
             raise InvalidParameter("values must not contain NaN")
         lower, upper = self.bounds
-        with np.errstate(over="ignore", invalid="ignore"):  # (as the engines: U − L may be inf)
-            t = np.floor(
-                (np.clip(x, lower, upper) - lower) * float(self.cells) / (upper - lower) + 0.5
+        if not math.isfinite((upper - lower) * float(self.cells)):
+            # (the data layer refuses such bounds too: the grid index overflows on the way)
+            raise InvalidParameter(
+                f"bounds {self.bounds!r} are too far apart for {self.cells} cells: "
+                "(U − L)·cells overflows double precision"
             )
-        t = np.clip(np.nan_to_num(t, nan=0.0), 0, self.cells).astype(np.int64)
+        t = np.floor((np.clip(x, lower, upper) - lower) * float(self.cells) / (upper - lower) + 0.5)
+        t = np.clip(t, 0, self.cells).astype(np.int64)
         positions, counts = np.unique(t, return_counts=True)
         return positions.astype(np.int64), counts.astype(np.int64)
 

@@ -610,20 +610,23 @@ class TopK(_ScoreSelection):
     # and of the accounting layer's adaptive composition of the k rounds (e.g. the MGF inversion
     # of their dominating pairs; DDR20's non-adaptive optimum never applies to peeling); one
     # round is the exponential mechanism, whose profile is ε-BR's.
-    def _rounds(self) -> tuple[tuple[Guarantee, int], ...]:
-        return ((BoundedRange(self.epsilon_), self.k),)
+    def rounds(self) -> tuple[tuple[Guarantee, int], ...] | None:
+        """k > 1: the k adaptive ε-BR rounds; one round is the exponential mechanism (``None``)."""
+        return ((BoundedRange(self.epsilon_), self.k),) if self.k > 1 else None
 
     def _delta(self, epsilon: float) -> float:
-        if self.k == 1:
+        rounds = self.rounds()
+        if rounds is None:
             return self.characterisation()._delta(epsilon)
         own = Guarantee._delta(self, epsilon)
-        return min(own, composed_bound(self._rounds(), "delta", epsilon))
+        return min(own, composed_bound(rounds, "delta", epsilon))
 
     def _epsilon(self, delta: float) -> float:
-        if self.k == 1:
+        rounds = self.rounds()
+        if rounds is None:
             return self.characterisation()._epsilon(delta)
         own = Guarantee._epsilon(self, delta)
-        return min(own, composed_bound(self._rounds(), "epsilon", delta))
+        return min(own, composed_bound(rounds, "epsilon", delta))
 
     def _group(self, k: int) -> Mechanism:
         return TopK(self.k, _math.times_up(self.epsilon_, k), self.sensitivity, self.monotonic)

@@ -18,6 +18,7 @@ from sharpdp.accounting._items import (
 from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied
 from sharpdp.guarantees import ApproxDP, Guarantee, PureDP
+from sharpdp.mechanisms.base import Mechanism
 
 
 def _own_profile(g: Guarantee) -> Guarantee | None:
@@ -69,9 +70,13 @@ def _single(items: Items, adaptive: bool) -> Guarantee:
     Exact (no valid bound is smaller), so no other analysis runs."""
     if len(items) != 1 or items[0][1] != 1:
         raise NotImplied("more than one release: a composition theorem is needed")
-    own = _own_profile(items[0][0])
-    if own is None and is_gaussian(items[0][0]):
+    item = items[0][0]
+    own = _own_profile(item)
+    if own is None and is_gaussian(item):
         raise NotImplied("a lone Gaussian is read exactly by the gdp analysis")
+    if own is None and isinstance(item, Mechanism) and item.rounds() is not None:
+        # its own ε/δ are the composition of its rounds, which the other analyses compute
+        raise NotImplied(f"{item!r} is made of rounds: the composition analyses read them")
     # any other lone item is still its own composition: its ε(δ) competes with the analyses'
     # (a lone ZCDP(1e-13) read 8.3e-6 at δ = 1e-10 through the RDP search, 1.6e-6 by itself)
     return items[0][0] if own is None else own
@@ -83,13 +88,16 @@ def _basic(items: Items, adaptive: bool) -> Guarantee:
     # float sum rounded up read ApproxDP(0, 1e-6) with three 1-BR rounds as δ = 1e-6 + 1 ulp,
     # and ε(1e-6) as infinite)
     pairs = []
+    unbounded = False  # an item with ε = ∞ (e.g. ApproxDP(inf, δ)): Σε is ∞, Σδ still counts
     for g, c in items:
         pair = g.exact_pair()
         if pair is None:
             e, d = approx_pair(g)
-            pair = (Fraction(e), Fraction(d))
+            unbounded |= math.isinf(e)
+            pair = (Fraction(0) if math.isinf(e) else Fraction(e), Fraction(d))
         pairs.append((pair, c))
     eps = _math.float_up(sum((c * e for (e, _), c in pairs), Fraction(0)))
+    eps = math.inf if unbounded else eps
     delta = _math.float_up(sum((c * d for (_, d), c in pairs), Fraction(0)))
     if delta >= 1.0:
         raise NotImplied("Σδ_i ≥ 1")

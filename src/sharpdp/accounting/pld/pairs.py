@@ -32,6 +32,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
@@ -418,6 +419,8 @@ class FinitePair(DominatingPair):
     tail_high: float = 0.0
     lattice_: float | None = None
     name: str = "finite pair"
+    #: an upper bound on the true |loss| when the listed losses are rounded values of it
+    loss_cap: float = 0.0
     _arrays: tuple[FloatArray, FloatArray] = field(init=False, repr=False, compare=False)
 
     def weaker(self, step: float) -> DominatingPair:
@@ -502,7 +505,7 @@ class FinitePair(DominatingPair):
 
     def loss_bound(self) -> float:
         ls, _ = self._arrays
-        return float(np.abs(ls).max()) if ls.size else 0.0
+        return max(float(np.abs(ls).max()) if ls.size else 0.0, self.loss_cap)
 
     def tilted_cf(self, a: float, omega: FloatArray) -> tuple[ComplexArray, FloatArray] | None:
         """Σ_j w_j e^{iω l_j} with w_j = m_j e^{a l_j − m}; None when unlisted tail atoms exist
@@ -650,6 +653,10 @@ def discrete_laplace_pair(scale: float, sensitivity: int) -> DominatingPair:
         rel_err=16 * U * (1.0 + d * a),
         lattice_=a,
         name=f"DiscreteLaplace(scale={scale!r}, sensitivity={d})",
+        # the listed d·(1/scale) is rounded: the largest loss beyond which δ(ε) is the mass at
+        # infinity alone is d/scale itself, rounded up (the MGF read δ(2.6666666666666665) = 0
+        # for a Laplace(1) and a discrete Laplace of scale 3, Δ = 5, whose largest loss is 8/3)
+        loss_cap=_math.float_up(Fraction(d) / Fraction(scale)),
     )
 
 
