@@ -292,3 +292,13 @@ def test_the_largest_loss_of_a_discrete_laplace_is_not_rounded_down() -> None:
     assert c.delta_bound(eps) >= floor
     assert c.epsilon_bound(1e-300) >= 8 / 3
     assert Fraction(c.epsilon_bound(1e-300)) > Fraction(8, 3)
+
+
+def test_at_the_mass_at_infinity_the_inversion_answers_the_largest_loss() -> None:
+    # (1, 1e-6)-DP and Laplace(1): δ(ε) = 1e-6 from ε = 2 on (losses ≤ 1 + 1), and above it
+    # below (the loss 2 has probability ½·e/(1 + e) > 0), so ε(1e-6) = 2 exactly; the inversion
+    # certified 2.0 but its accuracy guard, unable to bracket the lower end, declined it
+    c = sdp.compose([sdp.ApproxDP(1.0, 1e-6), sdp.Laplace(1.0)])
+    rows = {r.name: r.value for r in c.explain(delta=1e-6).rows}
+    assert rows["mgf"] == 2.0
+    assert c.epsilon(1e-6) == 2.0

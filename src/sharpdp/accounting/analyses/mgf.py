@@ -1038,11 +1038,16 @@ class _InversionGuarantee(Guarantee):
         return out
 
     def _epsilon(self, delta: float) -> float:
-        eps = float(self._inversion.epsilon(delta))
+        inversion = self._inversion
+        if delta == inversion.inf_mass_hi and inversion.max_loss < math.inf:
+            # exact (to the rounding of both): the largest loss has positive probability, so
+            # below it δ exceeds the mass at infinity; from it on δ is that mass
+            return inversion.max_loss
+        eps = float(inversion.epsilon(delta))
         below = eps * (1.0 - self.accuracy)
         if eps > 0.0 and below > 0.0:
             try:
-                lower = self._inversion.delta_bracket(below)[0]
+                lower = inversion.delta_bracket(below)[0]
             except (NotImplied, NumericalError):
                 lower = -math.inf
             if not lower > delta:
