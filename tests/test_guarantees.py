@@ -1329,4 +1329,3 @@ def test_zcdp_tail_formulas_are_never_below_their_exact_values() -> None:
             big_a = mp.mpf(alpha)
             point = mp.exp((big_a - 1) * (mp.mpf(tau) - big_e + mp.log(1 - 1 / big_a))) / big_a
             assert _tails.cks20_delta(alpha, tau, eps) >= min(1, point), (alpha, tau, eps)
-
