@@ -149,7 +149,15 @@ def _read_composed(rounds: tuple[tuple[Guarantee, int], ...], quantity: str, at:
     return read_composed(rounds, quantity, at)
 
 
-_install_composed_reader(_read_composed)
+def _read_composed_bounds(
+    rounds: tuple[tuple[Guarantee, int], ...], epsilons: tuple[float, ...]
+) -> tuple[float, ...] | None:
+    from sharpdp.accounting.composition import read_composed_bounds
+
+    return read_composed_bounds(rounds, epsilons)
+
+
+_install_composed_reader(_read_composed, _read_composed_bounds)
 
 
 def __getattr__(name: str) -> Any:

@@ -57,12 +57,31 @@ __all__ = [
 #: layer only on first use): a mechanism made of rounds (top-k's peeling) then answers its own
 #: ε and δ as sharply as a composition of it does.
 ComposedReader = Callable[[tuple[tuple["Guarantee", int], ...], str, float], float]
+#: (rounds, epsilons) → valid upper bounds on δ at each ε at once (the composition's
+#: :meth:`Guarantee.delta_bounds`, e.g. from the MGF inversion's plans), or ``None``.
+ComposedBoundsReader = Callable[
+    [tuple[tuple["Guarantee", int], ...], tuple[float, ...]], tuple[float, ...] | None
+]
 _composed_reader: list[ComposedReader] = []
+_composed_bounds_reader: list[ComposedBoundsReader] = []
 
 
-def install_composed_reader(reader: ComposedReader) -> None:
-    """Fill the slot of :data:`ComposedReader` (the facade does, once)."""
+def install_composed_reader(reader: ComposedReader, bounds_reader: ComposedBoundsReader) -> None:
+    """Fill the slots of :data:`ComposedReader` and :data:`ComposedBoundsReader` (the facade
+    does, once)."""
     _composed_reader[:] = [reader]
+    _composed_bounds_reader[:] = [bounds_reader]
+
+
+def composed_bounds(rounds: tuple[tuple[Guarantee, int], ...], epsilons: Any) -> Any:
+    """The installed reader's δ bounds at each of ``epsilons`` (a float array) for the adaptive
+    composition of ``rounds`` (see :data:`ComposedBoundsReader`), or ``None``."""
+    if not _composed_bounds_reader:
+        return None
+    import numpy as np
+
+    out = _composed_bounds_reader[0](rounds, tuple(float(e) for e in epsilons.ravel()))
+    return None if out is None else np.asarray(out, dtype=np.float64).reshape(epsilons.shape)
 
 
 def composed_bound(rounds: tuple[tuple[Guarantee, int], ...], quantity: str, at: float) -> float:

@@ -261,3 +261,25 @@ def test_top_k_answers_as_sharply_as_the_composition_of_its_rounds(
             hockey = math.fsum(max(0.0, p[o] - math.exp(at) * q[o]) for o in p)
             worst = max(worst, hockey)
     assert 0.1 < worst <= tk.delta(at)
+
+
+def test_top_k_offers_its_profile_at_many_points_at_once() -> None:
+    # the conversion to GDP asks hundreds of points per candidate μ: the rounds' composition
+    # gives them at once — valid (never below the δ of the exact laws on neighbouring score
+    # vectors, enumerated as above), possibly looser than the pointwise answers
+    tk = sdp.TopK(2, 1.0)
+    eps = np.linspace(0.0, 2.0, 9)
+    bounds = tk.delta_bounds(eps)
+    assert bounds is not None
+    worst = np.zeros_like(eps)
+    for scores in itertools.product((0.0, 1.0), repeat=3):
+        for shift in itertools.product((-1.0, 0.0, 1.0), repeat=3):
+            p = _peeling_law(scores, 2, 0.5)
+            q = _peeling_law(tuple(a + b for a, b in zip(scores, shift, strict=True)), 2, 0.5)
+            for i, e in enumerate(eps):
+                hockey = math.fsum(max(0.0, p[o] - math.exp(e) * q[o]) for o in p)
+                worst[i] = max(worst[i], hockey)
+    assert np.all(bounds >= worst)
+    pointwise = np.array([tk.delta(float(e)) for e in eps])
+    assert np.all(bounds <= 1.5 * pointwise + 1e-12)
+    assert bounds[0] == pytest.approx(pointwise[0], rel=1e-9)

@@ -529,3 +529,17 @@ def read_composed(rounds: Items, quantity: str, at: float) -> float:
         return composition.delta_bound(at)
     except (NotImplied, NumericalError):
         return math.inf if quantity == "epsilon" else 1.0
+
+
+@functools.lru_cache(maxsize=256)
+def read_composed_bounds(rounds: Items, epsilons: tuple[float, ...]) -> tuple[float, ...] | None:
+    """The δ bounds at each ε of ``epsilons`` at once for the rounds' adaptive composition
+    (:meth:`Composition.delta_bounds`), or ``None`` when it has no cheaper way than point by
+    point (the reader of :data:`sharpdp.guarantees.ComposedBoundsReader`)."""
+    import numpy as np
+
+    try:
+        out = _adaptive_composition(rounds).delta_bounds(np.array(epsilons, dtype=np.float64))
+    except (NotImplied, NumericalError):
+        return None
+    return None if out is None else tuple(float(v) for v in out)

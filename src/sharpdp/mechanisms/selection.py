@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import ClassVar, Literal, overload
+from typing import Any, ClassVar, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +23,14 @@ import numpy.typing as npt
 from sharpdp import _divergences, _math, _validate
 from sharpdp.conversions import register
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
-from sharpdp.guarantees import ZCDP, BoundedRange, Guarantee, PureDP, composed_bound
+from sharpdp.guarantees import (
+    ZCDP,
+    BoundedRange,
+    Guarantee,
+    PureDP,
+    composed_bound,
+    composed_bounds,
+)
 from sharpdp.mechanisms import _race
 from sharpdp.mechanisms._samplers import RNGLike, as_generator
 from sharpdp.mechanisms.base import Mechanism
@@ -605,28 +612,39 @@ class TopK(_ScoreSelection):
     def _renyi(self, alpha: float) -> float:
         return _math.times_up(_divergences.br_renyi(self.epsilon_, alpha), self.k)
 
-    # k > 1 adaptively composed ε-BR rounds: no single characterising guarantee. The least of
-    # the generic routes of Guarantee (the kε-DP profile, CKS20 on the exact k-fold BR curve)
-    # and of the accounting layer's adaptive composition of the k rounds (e.g. the MGF inversion
-    # of their dominating pairs; DDR20's non-adaptive optimum never applies to peeling); one
-    # round is the exponential mechanism, whose profile is ε-BR's.
+    # k > 1 adaptively composed ε-BR rounds: no single characterising guarantee. The accounting
+    # layer's adaptive composition of the k rounds (the least of its analyses: the MGF inversion
+    # of their dominating pairs, CKS20 on the exact k-fold BR curve, the kε-DP profile...;
+    # DDR20's non-adaptive optimum never applies to peeling); one round is the exponential
+    # mechanism, whose profile is ε-BR's.
     def rounds(self) -> tuple[tuple[Guarantee, int], ...] | None:
         """k > 1: the k adaptive ε-BR rounds; one round is the exponential mechanism (``None``)."""
         return ((BoundedRange(self.epsilon_), self.k),) if self.k > 1 else None
 
+    # (the composition's analyses include the generic routes of Guarantee on the same k-fold
+    # curve, so those run only when it answers nothing: computing both doubled the cost of a
+    # conversion to GDP, which asks hundreds of points)
     def _delta(self, epsilon: float) -> float:
         rounds = self.rounds()
         if rounds is None:
             return self.characterisation()._delta(epsilon)
-        own = Guarantee._delta(self, epsilon)
-        return min(own, composed_bound(rounds, "delta", epsilon))
+        composed = composed_bound(rounds, "delta", epsilon)
+        return composed if composed < 1.0 else Guarantee._delta(self, epsilon)
 
     def _epsilon(self, delta: float) -> float:
         rounds = self.rounds()
         if rounds is None:
             return self.characterisation()._epsilon(delta)
-        own = Guarantee._epsilon(self, delta)
-        return min(own, composed_bound(rounds, "epsilon", delta))
+        composed = composed_bound(rounds, "epsilon", delta)
+        return composed if composed < math.inf else Guarantee._epsilon(self, delta)
+
+    def _delta_bounds(self, epsilons: Any) -> Any:
+        # many points of the profile at once (the conversion to GDP asks ~100 per candidate μ):
+        # the composition's own bounds, e.g. from the MGF inversion's plans
+        rounds = self.rounds()
+        if rounds is None:
+            return self.characterisation()._delta_bounds(epsilons)
+        return composed_bounds(rounds, epsilons)
 
     def _group(self, k: int) -> Mechanism:
         return TopK(self.k, _math.times_up(self.epsilon_, k), self.sensitivity, self.monotonic)
