@@ -482,9 +482,46 @@ def test_convert_rounds_up_and_takes_negative_values(run_main: MainRun) -> None:
 def test_debug_shows_the_traceback(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the traceback, then the same one-line error and exit status as without --debug (it
+    # re-raised, exiting 1 where the invalid input exits 2)
     monkeypatch.setattr(sys, "argv", ["sharpdp", "--debug", "convert", "pure", "-1"])
-    with pytest.raises(sdp.InvalidParameter, match="epsilon"):
+    with pytest.raises(SystemExit) as exit_info:
         main()
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert "InvalidParameter: epsilon must be >= 0" in err
+    assert err.strip().splitlines()[-1].startswith("error: epsilon must be >= 0")
+
+
+def test_a_list_of_choices_is_one_line(run_main: MainRun, tmp_path: Path) -> None:
+    table = tmp_path / "t.csv"
+    table.write_text("a,b\n1,2\n")
+    code, _, err = run_main(["query", str(table)])
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "count-by" in err
+
+
+@pytest.mark.parametrize(
+    "error", [KeyboardInterrupt(), RuntimeError("Query interrupted")], ids=["signal", "engine"]
+)
+def test_an_interrupt_exits_130(
+    error: BaseException, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C reaches the command as KeyboardInterrupt (click's Abort), or, during a query, as
+    # DuckDB's own "Query interrupted" error, which exited 1 as an unexpected RuntimeError
+    import sharpdp.cli as cli
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(cli, "app", interrupted)
+    monkeypatch.setattr(sys, "argv", ["sharpdp", "demo"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 130
+    assert capsys.readouterr().err.strip() == "error: interrupted"
 
 
 @pytest.mark.parametrize(

@@ -597,3 +597,16 @@ def test_binary_keys_go_in_and_come_back_as_hex(server: Server) -> None:
     assert (rows['{"hex": "00ff"}'], rows['{"hex": "6162"}'], rows['{"hex": ""}']) == (30, 30, 0)
     bad = httpx.post(f"{server.url}/queries", json={**body, "keys": [{"hex": "6"}]}, headers=h)
     assert bad.status_code == 422
+
+
+def test_no_page_loads_anything_from_elsewhere(server: Server) -> None:
+    # FastAPI's /docs and /redoc load Swagger UI and ReDoc from a CDN (blank on an offline
+    # host, and outside the pages' Content-Security-Policy): not served; the schema is
+    pages = {p: httpx.get(f"{server.url}{p}") for p in ("/", "/calculator", "/docs", "/redoc")}
+    assert pages["/docs"].status_code == pages["/redoc"].status_code == 404
+    for path in ("/", "/calculator"):
+        assert pages[path].status_code == 200
+        assert "http://" not in pages[path].text
+        assert "https://" not in pages[path].text
+        assert 'href="/openapi.json"' in pages[path].text
+    assert httpx.get(f"{server.url}/openapi.json").json()["info"]["title"] == "sharpdp"

@@ -13,6 +13,7 @@ usage, 130 when interrupted); ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import sys
+import traceback
 from typing import Annotated
 
 import typer
@@ -50,9 +51,18 @@ def _root(
 
 
 def _fail(message: str, code: int) -> None:
-    """Print one error line; ``message`` is markup (callers escape text with ``escape``)."""
+    """Print one error line (after the traceback, with ``--debug``) and exit with ``code``, the
+    same with or without ``--debug``; ``message`` is markup (callers escape text)."""
+    if _DEBUG["on"]:
+        traceback.print_exc()
     err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True, markup=True)
     sys.exit(code)
+
+
+def _interrupted(err: BaseException) -> bool:
+    """Whether ``err`` is Ctrl-C as the engine reports it: DuckDB catches the signal during a
+    query and raises its own error ("Query interrupted"), not KeyboardInterrupt."""
+    return isinstance(err, RuntimeError) and "interrupt" in str(err).lower()
 
 
 def main() -> None:
@@ -64,17 +74,14 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except InvalidParameter as err:  # the input is invalid, whichever layer noticed it
-        if _DEBUG["on"]:
-            raise
         _fail(escape(str(err)), 2)
     except SharpDPError as err:
-        if _DEBUG["on"]:
-            raise
         _fail(escape(str(err)), 1)
     except typer.TyperException as err:  # usage errors: bad options, bad values
         format_message = getattr(err, "format_message", None)
         message = format_message() if callable(format_message) else str(err)
         message = message.replace("Value error, ", "")  # how typer words a refused choice
+        message = " ".join(message.split())  # one line (a list of choices spans several)
         if not message:  # (no arguments at all: the help was printed instead)
             sys.exit(int(getattr(err, "exit_code", 2)))
         # the help of the command that refused it (``sharpdp query --help``), named whatever
@@ -86,15 +93,11 @@ def main() -> None:
             ctx = ctx.parent
         where = " ".join(["sharpdp", *reversed(names)])
         _fail(f"{escape(message)} (see {where} --help)", int(getattr(err, "exit_code", 2)))
-    except typer.Abort:
-        sys.exit(1)
-    except KeyboardInterrupt:
-        if _DEBUG["on"]:
-            raise
+    except (typer.Abort, KeyboardInterrupt):  # (click turns Ctrl-C into Abort)
         _fail("interrupted", 130)
     except Exception as err:  # a bug: still one line, the traceback with --debug
-        if _DEBUG["on"]:
-            raise
+        if _interrupted(err):
+            _fail("interrupted", 130)
         lines = str(err).strip().splitlines()  # an engine's error may run to many lines
         first = lines[0] if lines else ""
         _fail(

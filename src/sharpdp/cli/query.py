@@ -324,7 +324,7 @@ def query(
     schema: Annotated[
         str | None,
         typer.Option(
-            help="a CSV's column types, COL:TYPE,... (e.g. dep_delay:int64,time_hour:timestamp): "
+            help="a CSV's column types, COL:TYPE,... (e.g. dep_delay:float64,time_hour:timestamp): "
             "every column read as text, declared ones converted, a value that does not parse as "
             "NULL"
         ),

@@ -1,6 +1,6 @@
 """The FastAPI application: ``create_app(config)``.
 
-Routes (JSON in and out; the OpenAPI schema is at ``/openapi.json``, the docs at ``/docs``):
+Routes (JSON in and out; the OpenAPI schema is at ``/openapi.json``):
 
 * ``POST /admin/analysts`` (admin) — create an analyst with a budget policy; returns its token.
 * ``PUT /admin/analysts/{name}/budget`` (admin) — change the budget (policy and current account).
@@ -412,6 +412,11 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
         version=__version__,
         summary="Private queries over tables under durable per-analyst privacy budgets.",
         lifespan=lifespan,
+        # the pages are offline (a Content-Security-Policy lets them load nothing but the
+        # server's own files); FastAPI's /docs and /redoc load Swagger UI and ReDoc from a CDN,
+        # so they are not served: the schema itself is /openapi.json
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.service = service
     app.add_middleware(Guard, limit=config.max_body_bytes)
