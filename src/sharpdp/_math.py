@@ -444,19 +444,27 @@ def _golden_minimum(
     return x
 
 
-def minimize_scalar(f: Callable[[float], float], lo: float, hi: float) -> tuple[float, float]:
-    """Approximate minimiser (x, f(x)) of f on [lo, hi]: a coarse scan, then Brent's bounded search.
+def minimize_scalar(
+    f: Callable[[float], float],
+    lo: float,
+    hi: float,
+    *,
+    scan: int = 32,
+    xtol: float | None = None,
+) -> tuple[float, float]:
+    """Approximate minimiser (x, f(x)) of f on [lo, hi]: a coarse scan of ``scan`` + 1 points,
+    then Brent's bounded search around the best to ``xtol`` (default 1e-12·max(1, hi)).
 
     The returned value is f evaluated *at* the returned x, so when every x yields a valid bound the
     result is valid; imprecision in the search can only make it less sharp.
     """
-    grid = [lo + (hi - lo) * i / 32 for i in range(33)]
+    grid = [lo + (hi - lo) * i / scan for i in range(scan + 1)]
     values = [f(x) for x in grid]
     i = min(range(len(values)), key=values.__getitem__)
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     best_x, best_f = grid[i], values[i]
     if b > a:
-        x = _golden_minimum(f, a, b, xtol=1e-12 * max(1.0, b))
+        x = _golden_minimum(f, a, b, xtol=1e-12 * max(1.0, b) if xtol is None else xtol)
         fx = f(x)
         if fx < best_f:
             best_x, best_f = x, fx

@@ -16,7 +16,7 @@ What is compared, for a claim g (a guarantee or a mechanism):
 
 * Rényi divergences at the orders :data:`ORDERS` (1 = KL, … , ∞ = max-divergence) and an RDP
   claim's own orders, both orders of the pair: D_α ≤ g.renyi(α); then, between consecutive
-  orders, the excess D_α − g.renyi(α) is maximised over α (golden-section search) on the
+  orders, the excess D_α − g.renyi(α) is maximised over α (a scan, then Brent's search) on the
   :data:`_REFINED` intervals where it came closest;
 * the privacy profile at ε on a grid (0, the pair's own loss values, which are the breakpoints of
   its profile, an even grid, the ε(δ) of the claim at :data:`DELTAS`, and the claim's own ε):
@@ -39,7 +39,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sharpdp import _validate
+from sharpdp import _math, _validate
 from sharpdp.errors import InvalidParameter, NotImplied, SharpDPError
 from sharpdp.guarantees import BoundedRange, Guarantee
 
@@ -60,10 +60,8 @@ RTOL = 1e-12
 ATOL = 1e-15
 _SHOWN = 4  # violations of each kind shown by str(CheckResult) (all are in .violations)
 #: Intervals between compared points searched for a larger excess, per quantity (those whose
-#: end points came closest to a violation), and golden-section steps per interval.
+#: end points came closest to a violation).
 _REFINED = 8
-_GOLDEN_STEPS = 28
-_INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 def _ratio(measured: float, allowed: float) -> float:
@@ -77,8 +75,9 @@ def _largest_excess(
     excess: Callable[[float], float], points: list[tuple[float, float]]
 ) -> list[tuple[float, float]]:
     """Local maxima of ``excess`` between consecutive ``points`` ((x, excess(x)), sorted by x):
-    golden-section search on the :data:`_REFINED` intervals whose larger end excess is largest.
-    Returns (x, excess(x)) of each interval's best interior point."""
+    a scan then Brent's bounded search (:func:`sharpdp._math.minimize_scalar`) on the
+    :data:`_REFINED` intervals whose larger end excess is largest. Returns (x, excess(x)) of each
+    interval's best interior point."""
     spans = [
         (max(ga, gb), a, b)
         for (a, ga), (b, gb) in itertools.pairwise(points)
@@ -87,18 +86,8 @@ def _largest_excess(
     spans.sort(key=lambda t: t[0], reverse=True)
     found = []
     for _, a, b in spans[:_REFINED]:
-        c, d = b - _INV_PHI * (b - a), a + _INV_PHI * (b - a)
-        fc, fd = excess(c), excess(d)
-        for _ in range(_GOLDEN_STEPS):
-            if fc >= fd:
-                b, d, fd = d, c, fc
-                c = b - _INV_PHI * (b - a)
-                fc = excess(c)
-            else:
-                a, c, fc = c, d, fd
-                d = a + _INV_PHI * (b - a)
-                fd = excess(d)
-        found.append((c, fc) if fc >= fd else (d, fd))
+        x, lowest = _math.minimize_scalar(lambda v: -excess(v), a, b, scan=4, xtol=1e-9 * (b - a))
+        found.append((x, -lowest))
     return found
 
 
