@@ -168,7 +168,8 @@ class Guard:
 
 
 async def _too_large(send: Send, message: str, status: int) -> None:
-    payload = json.dumps({"error": message}).encode()
+    # (compact, UTF-8: the same bytes as the app's JSONResponse bodies)
+    payload = json.dumps({"error": message}, ensure_ascii=False, separators=(",", ":")).encode()
     await send(
         {
             "type": "http.response.start",
