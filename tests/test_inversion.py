@@ -302,3 +302,15 @@ def test_at_the_mass_at_infinity_the_inversion_answers_the_largest_loss() -> Non
     rows = {r.name: r.value for r in c.explain(delta=1e-6).rows}
     assert rows["mgf"] == 2.0
     assert c.epsilon(1e-6) == 2.0
+
+
+def test_the_largest_loss_is_not_claimed_at_a_mass_known_only_as_a_bound() -> None:
+    # 200 × (0.01, 1e-6) and a Laplace: the mass at infinity is not a float, and at its float
+    # rounded up the exact ε is about 2.2 (the largest losses, near 3, have probability
+    # ~1e-60): the inversion, exact for these items and so alone, read 3.0; now it declines
+    # and the optimal composition of the items as ε-DP answers
+    c = sdp.compose([sdp.Laplace(1.0), (sdp.ApproxDP(0.01, 1e-6), 200)])
+    mass = c.delta(math.inf)
+    rows = {r.name: r.value for r in c.explain(delta=mass).rows}
+    assert rows["mgf"] is None
+    assert 2.0 < c.epsilon(mass) < 2.25

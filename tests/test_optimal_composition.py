@@ -120,7 +120,7 @@ def test_merged_groups_are_a_valid_bound_not_the_exact_optimum(
         c = sdp.compose(items)
         spec = kov._spec(c.items)
         assert not isinstance(spec, str)
-        assert not spec[2]
+        assert not spec[3]
         assert not kov._exact_optimum(c.items)
         for eps in (0.0, 0.4, 1.0):
             assert c.delta(eps) >= float(exact_delta(groups, eps))
@@ -256,3 +256,17 @@ def test_a_density_item_beside_an_approximate_one_at_their_largest_loss() -> Non
     assert c.certifies(2.0, 1e-5)
     assert c.delta(2.0) == 1e-5
     assert c.epsilon(1e-5) == 2.0
+
+
+def test_delta_one_ulp_above_the_exact_mass_is_met_below_the_largest_loss() -> None:
+    # 200 × (0.01, 1e-6): the mass 1 − (1 − 1e-6)^200 is not a float; at its float rounded up,
+    # δ_RR may be (δ − a)/(1 − a) ≈ 1e-20, which the largest losses reach far below Σε = 2
+    # (they have probability ~1e-60): decided exactly, ε ≈ 1.21 (it read 2.0)
+    groups = [(0.01, 1e-6, 200)]
+    c = sdp.compose(items_of(groups))
+    target = c.delta(math.inf)
+    assert exact_delta(groups, math.inf) < target
+    eps = c.epsilon(target)
+    assert eps < 1.5
+    assert exact_delta(groups, eps) <= target
+    assert exact_delta(groups, eps * (1 - 1e-9)) > target

@@ -525,6 +525,29 @@ def test_an_interrupt_exits_130(
 
 
 @pytest.mark.parametrize(
+    "error",
+    [
+        NotImplementedError("grouping by column 'interrupt_reason' is not supported"),
+        RuntimeError("worker pool: uninterruptible wait failed"),
+    ],
+)
+def test_an_error_that_mentions_interrupts_is_still_a_failure(
+    error: BaseException, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sharpdp.cli as cli
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(cli, "app", failing)
+    monkeypatch.setattr(sys, "argv", ["sharpdp", "demo"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 1
+    assert "unexpected" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
     "args",
     [
         ["demo", "--level", "2"],

@@ -24,6 +24,7 @@ __all__ = [
     "all_gaussian",
     "approx_pair",
     "bounded_range",
+    "exact_mass_at_infinity",
     "is_gaussian",
     "log_ratio",
     "mass_at_infinity",
@@ -127,6 +128,20 @@ def log_ratio(value: float, target: float) -> float:
 _EXACT_MASS_TERMS = 256
 
 
+def exact_mass_at_infinity(deltas: Iterable[tuple[float, int]]) -> Fraction | None:
+    """1 − Π_i (1 − δ_i)^{c_i} exactly, as a rational of the floats δ_i, while the product has
+    at most 256 factors (δ_i ≥ 1 gives 1); ``None`` beyond (see :func:`mass_at_infinity`)."""
+    parts = [(d, c) for d, c in deltas if d > 0.0]
+    if any(d >= 1.0 for d, _ in parts):
+        return Fraction(1)
+    if sum(c for _, c in parts) > _EXACT_MASS_TERMS:
+        return None
+    keep = Fraction(1)
+    for d, c in parts:
+        keep *= (1 - Fraction(d)) ** c
+    return 1 - keep
+
+
 def mass_at_infinity(deltas: Iterable[tuple[float, int]]) -> float:
     """An upper bound on 1 − Π_i (1 − δ_i)^{c_i}, the probability that some δ part fails.
 
@@ -146,15 +161,11 @@ def mass_at_infinity(deltas: Iterable[tuple[float, int]]) -> float:
         The bound, in [0, 1].
     """
     parts = [(d, c) for d, c in deltas if d > 0.0]
-    if not parts:
-        return 0.0
+    exact = exact_mass_at_infinity(parts)
+    if exact is not None:
+        return min(1.0, _math.float_up(exact))
     if any(d >= 1.0 for d, _ in parts):
         return 1.0
-    if sum(c for _, c in parts) <= _EXACT_MASS_TERMS:
-        keep = Fraction(1)
-        for d, c in parts:
-            keep *= (1 - Fraction(d)) ** c
-        return min(1.0, _math.float_up(1 - keep))
     log_keep = math.fsum(c * math.log1p(-d) for d, c in parts)
     log_keep = log_keep * (1.0 + 2.0**-50) - 1e-300
     return min(1.0, _math.up(-math.expm1(log_keep)))

@@ -61,8 +61,12 @@ def _fail(message: str, code: int) -> None:
 
 def _interrupted(err: BaseException) -> bool:
     """Whether ``err`` is Ctrl-C as the engine reports it: DuckDB catches the signal during a
-    query and raises its own error ("Query interrupted"), not KeyboardInterrupt."""
-    return isinstance(err, RuntimeError) and "interrupt" in str(err).lower()
+    query and raises a plain ``RuntimeError("Query interrupted")`` (or its own
+    ``InterruptException``), not KeyboardInterrupt. Matched exactly: an error that merely
+    mentions an interruption is a failure to report."""
+    if type(err).__name__ == "InterruptException":
+        return True
+    return type(err) is RuntimeError and str(err).strip() == "Query interrupted"
 
 
 def main() -> None:

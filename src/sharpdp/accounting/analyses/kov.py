@@ -47,6 +47,7 @@ from sharpdp import _math
 from sharpdp.accounting._items import (
     Items,
     approx_pair,
+    exact_mass_at_infinity,
     log_ratio,
     mass_at_infinity,
 )
@@ -116,6 +117,8 @@ class _Optimal(Guarantee):
 
     #: 1 − Π_i (1 − δ_i), rounded up (exact for a few δ items: see ``mass_at_infinity``).
     inf_mass: float
+    #: the same exactly, as a rational, when it has at most 256 factors (else None)
+    inf_mass_exact: Fraction | None
     notion: ClassVar[str] = "optimal composition (KOV/MV)"
 
     # -- the randomized-response part (subclasses) ---------------------------------------------
@@ -210,10 +213,25 @@ class _Optimal(Guarantee):
         if self._delta_with(0.0, atoms) <= delta:
             return 0.0
         top = self._max_loss()
-        if delta == self.inf_mass:  # δ_RR must vanish, and the loss reaches Σ k_j ε_j: exactly that
-            return _math.float_up(top)
         # above the largest loss by far more than its float error: δ_RR = 0 there, so δ = 1 − keep
         hi = _math.float_up(top) * (1.0 + 1e-12) + 1e-300
+        if self.inf_mass_exact is not None:
+            # the mass known exactly: δ_RR(ε) ≤ (δ − a)/(1 − a) decided in logs, which near the
+            # mass the float sum a + (1 − a)·δ_RR cannot (δ one ulp above a rounded mass read ε
+            # as the largest loss, 2 for 200 × (0.01, 1e-6) items where 1.2 holds)
+            slack = (Fraction(delta) - self.inf_mass_exact) / (1 - self.inf_mass_exact)
+            if slack == 0:  # δ_RR must vanish, and the loss reaches Σ k_j ε_j: exactly that
+                return _math.float_up(top)
+            log_slack = _log_down(slack)
+            return _math.smallest_valid_smooth(
+                lambda e: self._log_delta_rr(e, atoms) - log_slack,
+                0.0,
+                hi,
+                rtol=2.0**-50,
+                what="optimal composition ε(δ)",
+            )
+        if delta == self.inf_mass:  # (a bound on the mass): as above, a valid ε
+            return _math.float_up(top)
         # (to a few ulps: at the default 1e-12 the "exact" analysis, which runs alone, read five
         # 30-DP items as 150 + 3e-11, above basic composition's 150)
         return _math.smallest_valid_smooth(
@@ -337,7 +355,14 @@ def _merge(groups: list[tuple[float, int]]) -> list[tuple[float, int]]:
     return groups
 
 
-_Spec = tuple[float, tuple[tuple[float, int], ...], bool]
+_Spec = tuple[float, Fraction | None, tuple[tuple[float, int], ...], bool]
+
+
+def _log_down(x: Fraction) -> float:
+    """log x of a positive rational, rounded down (the logs of its numerator and denominator,
+    each within an ulp, then a margin of 4 ulps of their sizes)."""
+    n, d = math.log(x.numerator), math.log(x.denominator)
+    return (n - d) - 4.0 * U * (abs(n) + abs(d)) - 1e-300
 
 
 @functools.lru_cache(maxsize=1024)
@@ -360,6 +385,7 @@ def _spec(items: Items) -> _Spec | str:
         # result (16 × PureDP(5e-324): δ(5e-324) read 4.9e-324, exactly 5.8e-324)
         return "an item's ε is subnormal (below 2.2e-308): the closed forms lose their precision"
     inf_mass = mass_at_infinity((d, c) for (_, d), c in pairs)
+    inf_mass_exact = exact_mass_at_infinity((d, c) for (_, d), c in pairs)
     groups = sorted(counts.items())
     exact = True
     if len(groups) > 1 and (
@@ -372,7 +398,7 @@ def _spec(items: Items) -> _Spec | str:
             f"KOV is evaluated for at most {_KOV_MAX_K} items of one ε (O(k) work); "
             f"got {groups[0][1]}"
         )
-    return inf_mass, tuple(groups), exact
+    return inf_mass, inf_mass_exact, tuple(groups), exact
 
 
 def _exact_optimum(items: Items) -> bool:
@@ -390,7 +416,7 @@ def _exact_optimum(items: Items) -> bool:
     if not (items and all(worst(g) for g, _ in items)):
         return False
     spec = _spec(items)
-    return not isinstance(spec, str) and spec[2]
+    return not isinstance(spec, str) and spec[3]
 
 
 @analysis(
@@ -403,8 +429,8 @@ def _kov(items: Items, adaptive: bool) -> Guarantee:
     spec = _spec(items)
     if isinstance(spec, str):
         raise NotImplied(spec)
-    inf_mass, groups, exact = spec
+    inf_mass, inf_mass_exact, groups, exact = spec
     if len(groups) == 1:
         ((e0, k),) = groups
-        return _KOV(inf_mass, e0, k, exact)
-    return _Heterogeneous(inf_mass, groups, exact)
+        return _KOV(inf_mass, inf_mass_exact, e0, k, exact)
+    return _Heterogeneous(inf_mass, inf_mass_exact, groups, exact)

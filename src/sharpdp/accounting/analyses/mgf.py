@@ -49,7 +49,13 @@ import numpy as np
 import numpy.typing as npt
 
 from sharpdp import _math
-from sharpdp.accounting._items import Items, all_gaussian, is_gaussian, mass_at_infinity
+from sharpdp.accounting._items import (
+    Items,
+    all_gaussian,
+    exact_mass_at_infinity,
+    is_gaussian,
+    mass_at_infinity,
+)
 from sharpdp.accounting.pld.pairs import (
     BoundedRangePair,
     DominatingPair,
@@ -155,6 +161,9 @@ class Inversion:
         # P[L = ∞] = 1 − Π(1 − p_i)^{c_i}, rounded up (exactly so for a few δ parts: a lone δ
         # is itself) and down for the lower bracket end
         self.inf_mass_hi = mass_at_infinity((p.inf_mass, c) for p, c in self.items)
+        exact = exact_mass_at_infinity((p.inf_mass, c) for p, c in self.items)
+        #: whether inf_mass_hi is the mass at infinity itself (not only a bound on it)
+        self.inf_mass_exact = exact is not None and Fraction(self.inf_mass_hi) == exact
         self.inf_mass_lo = max(0.0, -math.expm1(p_fin) * (1.0 - 1e-13))
         self.slack = sum(c * p.mgf_slack() for p, c in self.items)
         self._phi_cache: dict[tuple[int, _Plan], tuple[ComplexArray, FloatArray]] = {}
@@ -1039,9 +1048,12 @@ class _InversionGuarantee(Guarantee):
 
     def _epsilon(self, delta: float) -> float:
         inversion = self._inversion
-        if delta == inversion.inf_mass_hi and inversion.max_loss < math.inf:
-            # exact (to the rounding of both): the largest loss has positive probability, so
-            # below it δ exceeds the mass at infinity; from it on δ is that mass
+        exact_mass = delta == inversion.inf_mass_hi and inversion.inf_mass_exact
+        if exact_mass and inversion.max_loss < math.inf:
+            # exact: from the largest loss on δ is the mass at infinity, and below it more (the
+            # loss law has mass, or density, up to its top); with a mass only bounded, the exact
+            # ε may lie far below (200 × (0.01, 1e-6) and a Laplace: 3 against 2.2), and the
+            # check below decides
             return inversion.max_loss
         eps = float(inversion.epsilon(delta))
         below = eps * (1.0 - self.accuracy)
