@@ -613,3 +613,7 @@ def test_no_page_loads_anything_from_elsewhere(server: Server) -> None:
         assert "https://" not in pages[path].text
         assert 'href="/openapi.json"' in pages[path].text
     assert httpx.get(f"{server.url}/openapi.json").json()["info"]["title"] == "sharpdp"
+    for path in ("/", "/calculator"):  # (a monitor's HEAD got 405)
+        head = httpx.head(f"{server.url}{path}")
+        assert head.status_code == 200
+        assert head.headers["content-type"].startswith("text/html")

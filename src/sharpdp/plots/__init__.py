@@ -19,7 +19,9 @@ from __future__ import annotations
 try:
     import matplotlib as _matplotlib  # noqa: F401  (a clear message when the extra is missing)
 except ImportError as err:  # pragma: no cover - exercised only without the extra
-    raise ImportError("sharpdp.plots needs matplotlib: pip install 'sharpdp[plot]'") from err
+    raise ImportError(
+        "sharpdp.plots needs matplotlib: pip install 'sharpdp[plot]' (in a clone: '.[plot]')"
+    ) from err
 
 from sharpdp.plots._figure import save
 from sharpdp.plots.budget import budget

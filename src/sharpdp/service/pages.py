@@ -43,11 +43,12 @@ def _page(name: str) -> FileResponse:
 def mount(app: FastAPI) -> None:
     """Serve the pages (``/``, ``/calculator``) and their assets (``/static/…``) from ``app``."""
 
-    @app.get("/", include_in_schema=False)
+    # (HEAD too, as the static files answer it: a monitor's HEAD / got 405)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     def analyst_page() -> FileResponse:
         return _page("index.html")
 
-    @app.get("/calculator", include_in_schema=False)
+    @app.api_route("/calculator", methods=["GET", "HEAD"], include_in_schema=False)
     def calculator_page() -> FileResponse:
         return _page("calculator.html")
 
