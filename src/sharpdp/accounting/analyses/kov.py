@@ -359,8 +359,18 @@ _Spec = tuple[float, Fraction | None, tuple[tuple[float, int], ...], bool]
 
 
 def _log_down(x: Fraction) -> float:
-    """log x of a positive rational, rounded down (the logs of its numerator and denominator,
-    each within an ulp, then a margin of 4 ulps of their sizes)."""
+    """log x of a positive rational, rounded down: of x rounded down to a float (``float`` of a
+    Fraction is correctly rounded) when that is normal, ``log`` within an ulp, moved down by 4;
+    below the normal floats, from the logs of its numerator and denominator (each within an
+    ulp), moved down by 4 ulps of their sizes."""
+    f = float(x)
+    if f >= sys.float_info.min:
+        if Fraction(f) > x:
+            f = math.nextafter(f, 0.0)
+        value = math.log(f)
+        for _ in range(4):
+            value = math.nextafter(value, -math.inf)
+        return value
     n, d = math.log(x.numerator), math.log(x.denominator)
     return (n - d) - 4.0 * U * (abs(n) + abs(d)) - 1e-300
 
