@@ -273,13 +273,9 @@ def _padded(x: float, epsilon0: float, alpha: float) -> float:
     Underflow inside a normal result (≥ 1e-290): a subnormal term (e.g. αφ1 at λ = 2⁻⁵², ε0 ≈
     1e-145) errs by ≤ 2.5e-324 absolutely, against b ≥ λ·D ≥ 2⁻⁵²·1e-290: below 1e-18 u.
     """
-    if x < _SAFE_LOW:
+    if x < _math.SAFE_LOW:
         return min(epsilon0, _math.float_up(Fraction(alpha) * Fraction(epsilon0) ** 2 / 2))
     return min(epsilon0, _math.up(x * (1.0 + 2.0**-46), 1))
-
-
-#: Below this, a closed form's float terms may be subnormal (a few bits each).
-_SAFE_LOW = 1e-290
 
 
 # --- Gaussian / GDP ------------------------------------------------------------------------------

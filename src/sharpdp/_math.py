@@ -40,6 +40,11 @@ __all__ = [
 LOG_TINY = math.log(5e-324)
 
 
+#: Below this, a closed form's float terms or products may be subnormal (a few bits each): the
+#: callers take an exact rational path, or a bound exact to first order, there.
+SAFE_LOW = 1e-290
+
+
 def up(x: float, ulps: int = 4) -> float:
     """x moved ``ulps`` units in the last place towards +∞ (0, ±inf and 1.0-capped values kept).
 

@@ -327,10 +327,6 @@ class Guarantee:
         raise NotImplied(f"no group-privacy bound is implemented for {type(self).__name__}")
 
 
-#: Below this, float products may be subnormal (few bits): the exact rational path is taken.
-_SAFE_LOW = 1e-290
-
-
 # -------------------------------------------------------------------------------------------------
 
 
@@ -478,7 +474,7 @@ class ZCDP(Guarantee):
         # both terms are non-negative: two roundings, a relative error ≤ 2u + u², covered by 3
         # ulps (one ulp of c exceeds u·c) while c stays normal; else exactly, in rationals
         value = self.xi + self.rho * alpha
-        if self.xi >= 0.0 and _SAFE_LOW <= value < math.inf:
+        if self.xi >= 0.0 and _math.SAFE_LOW <= value < math.inf:
             return _math.up(value, 3)
         return _math.float_up(Fraction(self.xi) + Fraction(self.rho) * Fraction(alpha))
 
@@ -649,7 +645,7 @@ class GDP(Guarantee):
         # αμ²/2 rounded up: never an ulp below, never 0 for μ > 0 (GDP(1e-200) gave 0). Three
         # roundings (≤ 3u + O(u²), covered by 4 ulps) while normal; else exactly, in rationals
         value = 0.5 * alpha * self.mu * self.mu
-        if _SAFE_LOW <= value < math.inf:
+        if _math.SAFE_LOW <= value < math.inf:
             return _math.up(value, 4)
         return _math.float_up(Fraction(alpha) * Fraction(self.mu) ** 2 / 2)
 
@@ -768,7 +764,7 @@ class RDP(Guarantee):
                     if alpha > 1.0:
                         w, v = (a - alpha) / (a - a0), (alpha - a0) / (a - a0)
                         chord = (w * (a0 - 1.0) * e0 + v * (a - 1.0) * e) / (alpha - 1.0)
-                        if not _SAFE_LOW <= chord < math.inf:
+                        if not _math.SAFE_LOW <= chord < math.inf:
                             fa, fa0, fal = Fraction(a), Fraction(a0), Fraction(alpha)
                             fw = (fa - fal) / (fa - fa0)
                             h = fw * (fa0 - 1) * Fraction(e0) + (1 - fw) * (fa - 1) * Fraction(e)

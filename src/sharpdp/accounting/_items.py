@@ -28,6 +28,7 @@ __all__ = [
     "is_gaussian",
     "log_ratio",
     "mass_at_infinity",
+    "mass_at_infinity_with",
     "normalise",
 ]
 
@@ -160,12 +161,16 @@ def mass_at_infinity(deltas: Iterable[tuple[float, int]]) -> float:
     Returns:
         The bound, in [0, 1].
     """
-    parts = [(d, c) for d, c in deltas if d > 0.0]
-    exact = exact_mass_at_infinity(parts)
+    parts = list(deltas)
+    return mass_at_infinity_with(exact_mass_at_infinity(parts), parts)
+
+
+def mass_at_infinity_with(exact: Fraction | None, deltas: Iterable[tuple[float, int]]) -> float:
+    """:func:`mass_at_infinity` for a caller that computed :func:`exact_mass_at_infinity`
+    already (``exact``, or ``None`` beyond 256 factors)."""
     if exact is not None:
         return min(1.0, _math.float_up(exact))
-    if any(d >= 1.0 for d, _ in parts):
-        return 1.0
+    parts = [(d, c) for d, c in deltas if d > 0.0]
     log_keep = math.fsum(c * math.log1p(-d) for d, c in parts)
     log_keep = log_keep * (1.0 + 2.0**-50) - 1e-300
     return min(1.0, _math.up(-math.expm1(log_keep)))

@@ -234,7 +234,7 @@ def check_claim(
     own_deltas = _own_values(claim, "delta_")
 
     def excess_at(
-        measure: Callable[[float], float], claimed: Callable[[float], float]
+        measure: Callable[[float], float], claimed: Callable[[float], float], *, is_delta: bool
     ) -> Callable[[float], float]:
         """The excess m/(c + tolerance) at x, > 1 for a violation (−inf where the claim bounds
         nothing): a ratio, so that where both values vanish (a profile's tail) it is not ranked
@@ -246,10 +246,9 @@ def check_claim(
                 return -math.inf
             return _ratio(measure(x), c + atol + rtol * abs(c))
 
-        is_delta = claimed == claim.delta
         return excess
 
-    renyi_excess = excess_at(measured.renyi, claim.renyi)
+    renyi_excess = excess_at(measured.renyi, claim.renyi, is_delta=False)
     renyi_points: list[tuple[float, float]] = []
     for alpha in sorted({*ORDERS, *(a for a in own_orders if a >= 1.0)}):
         c = _claimed(claim.renyi, alpha)
@@ -314,7 +313,9 @@ def check_claim(
         delta_points.append((eps, _ratio(m, c + atol + rtol * abs(c))))
         if exceeds(m, c):
             violations.append(Violation("delta", eps, m, c, None, measured.where("delta", eps)))
-    for eps, _ in _largest_excess(excess_at(measured.delta, claim.delta), delta_points):
+    for eps, _ in _largest_excess(
+        excess_at(measured.delta, claim.delta, is_delta=True), delta_points
+    ):
         c = _claimed(claim.delta, eps)
         compared += 1
         m = measured.delta(eps)

@@ -214,7 +214,7 @@ class LimitDom(Mechanism):
         """
         return [(BoundedRange(self.epsilon_), self.k), ApproxDP(0.0, self.delta_)]
 
-    def _rounds(self) -> RDP:
+    def _rounds_curve(self) -> RDP:
         """The k adaptive ε-BR rounds as one Rényi curve: k·D_α(BR(ε)) (RDP adds, Mironov 2017
         Prop 1; the exact BR curve, an upper bound at every α)."""
         br, k = BoundedRange(self.epsilon_), self.k
@@ -223,23 +223,27 @@ class LimitDom(Mechanism):
     def _renyi(self, alpha: float) -> float:
         return math.inf  # δ > 0: no Rényi bound
 
+    # Its own ε/δ: the accounting layer's adaptive composition of :meth:`rounds`, with every
+    # analysis it has (the MGF inversion; approx_rdp, which is the stand-alone route below) —
+    # the same as ``sdp.compose([m])``. The stand-alone route answers only when that one does
+    # not: δ(ε) ≤ f(ε) + δ·(1 − f(ε)), f bounded through the rounds' Rényi curve.
     def _delta(self, epsilon: float) -> float:
-        # δ(ε) ≤ f(ε) + δ·(1 − f(ε)), f the rounds' profile (see privacy_items), with f bounded
-        # through the rounds' Rényi curve; or the accounting layer's adaptive composition of
-        # privacy_items(), with every analysis it has (sharper: e.g. the MGF inversion) — the
-        # least of the two, the same as ``sdp.compose([m])``
-        f = self._rounds().delta(epsilon)
-        own = min(1.0, _up(f + self.delta_ * (1.0 - f)))
-        return min(own, composed_bound(self.rounds(), "delta", epsilon))
+        composed = composed_bound(self.rounds(), "delta", epsilon)
+        if composed < 1.0:
+            return composed
+        f = self._rounds_curve().delta(epsilon)
+        return min(1.0, _up(f + self.delta_ * (1.0 - f)))
 
     def _epsilon(self, delta: float) -> float:
         if delta < self.delta_:
             return math.inf
+        composed = composed_bound(self.rounds(), "epsilon", delta)
+        if composed < math.inf:
+            return composed
         # f(ε) ≤ (δ' − δ)/(1 − δ) makes f + δ(1 − f) ≤ δ'; the subtraction is rounded down
         target = (delta - self.delta_) / (1.0 - self.delta_)
         target = max(0.0, target * (1.0 - 2.0**-50))
-        own = self._rounds().epsilon(target)
-        return min(own, composed_bound(self.rounds(), "epsilon", delta))
+        return self._rounds_curve().epsilon(target)
 
     def rounds(self) -> tuple[tuple[Guarantee, int], ...]:
         """The items of :meth:`privacy_items`: k ε-BR rounds and ApproxDP(0, δ)."""

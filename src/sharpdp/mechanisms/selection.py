@@ -534,8 +534,8 @@ class TopK(_ScoreSelection):
 
     Each round is an ε-BR selection, composed adaptively: the RDP curve is k times the exact BR curve
     (RDP composition, Mironov 2017 Prop 1), pure DP kε. (DDR20's non-adaptive optimum does not apply
-    to peeling.) Its own ``epsilon``/``delta`` are the least of that curve's (CKS20 Prop 12) and
-    of the accounting layer's adaptive composition of the k rounds — the same numbers as
+    to peeling.) Its own ``epsilon``/``delta`` are the accounting layer's adaptive composition of
+    the k rounds, whose analyses include CKS20 Prop 12 on that curve — the same numbers as
     ``sdp.compose([t])``: δ(0.5) = 0.242 for k = 3, ε = 1, where the curve alone gives 0.309.
 
     Args:

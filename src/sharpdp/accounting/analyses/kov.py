@@ -49,7 +49,7 @@ from sharpdp.accounting._items import (
     approx_pair,
     exact_mass_at_infinity,
     log_ratio,
-    mass_at_infinity,
+    mass_at_infinity_with,
 )
 from sharpdp.accounting.registry import analysis
 from sharpdp.errors import NotImplied
@@ -377,9 +377,10 @@ def _log_down(x: Fraction) -> float:
 
 @functools.lru_cache(maxsize=1024)
 def _spec(items: Items) -> _Spec | str:
-    """(1 − Π(1 − δ_i) rounded up, the (ε_j, k_j) groups, whether they are the items' own) for ``items``,
-    or why the analysis does not apply. Cached: ``exact_for`` asks for it on every query (the
-    guarantees themselves, with their outcome tables, live in each composition's cache)."""
+    """(1 − Π(1 − δ_i) rounded up, and exactly while it has ≤ 256 factors, the (ε_j, k_j) groups,
+    whether they are the items' own) for ``items``, or why the analysis does not apply. Cached:
+    ``exact_for`` asks for it on every query (the guarantees themselves, with their outcome
+    tables, live in each composition's cache)."""
     try:
         pairs = [(approx_pair(g), c) for g, c in items]
     except NotImplied as err:
@@ -394,8 +395,9 @@ def _spec(items: Items) -> _Spec | str:
         # subnormal ε carry a few bits: the sums of binomial terms lost whole units of the
         # result (16 × PureDP(5e-324): δ(5e-324) read 4.9e-324, exactly 5.8e-324)
         return "an item's ε is subnormal (below 2.2e-308): the closed forms lose their precision"
-    inf_mass = mass_at_infinity((d, c) for (_, d), c in pairs)
-    inf_mass_exact = exact_mass_at_infinity((d, c) for (_, d), c in pairs)
+    deltas = [(d, c) for (_, d), c in pairs]
+    inf_mass_exact = exact_mass_at_infinity(deltas)
+    inf_mass = mass_at_infinity_with(inf_mass_exact, deltas)
     groups = sorted(counts.items())
     exact = True
     if len(groups) > 1 and (

@@ -54,7 +54,7 @@ from sharpdp.accounting._items import (
     all_gaussian,
     exact_mass_at_infinity,
     is_gaussian,
-    mass_at_infinity,
+    mass_at_infinity_with,
 )
 from sharpdp.accounting.pld.pairs import (
     BoundedRangePair,
@@ -160,8 +160,9 @@ class Inversion:
         p_fin = sum(c * math.log1p(-p.inf_mass) for p, c in self.items if p.inf_mass > 0.0)
         # P[L = ∞] = 1 − Π(1 − p_i)^{c_i}, rounded up (exactly so for a few δ parts: a lone δ
         # is itself) and down for the lower bracket end
-        self.inf_mass_hi = mass_at_infinity((p.inf_mass, c) for p, c in self.items)
-        exact = exact_mass_at_infinity((p.inf_mass, c) for p, c in self.items)
+        deltas = [(p.inf_mass, c) for p, c in self.items]
+        exact = exact_mass_at_infinity(deltas)
+        self.inf_mass_hi = mass_at_infinity_with(exact, deltas)
         #: whether inf_mass_hi is the mass at infinity itself (not only a bound on it)
         self.inf_mass_exact = exact is not None and Fraction(self.inf_mass_hi) == exact
         self.inf_mass_lo = max(0.0, -math.expm1(p_fin) * (1.0 - 1e-13))
@@ -501,8 +502,6 @@ class Inversion:
         """A certified ε with δ(ε) ≤ ``delta``: the root of the upper bound, found by Newton
         steps on log δ (d log δ/dε ≈ −a at the saddle point), then checked. The steps start at
         ``start`` if given (a better guess saves re-planning), else at a saddle-point estimate."""
-        if delta == self.inf_mass_hi and self.max_loss < math.inf:
-            return self.max_loss  # δ(ε) is the mass at infinity from the largest loss on
         if delta <= self.inf_mass_hi:
             raise NotImplied(
                 f"δ = {delta!r} is not above the mass at infinity {self.inf_mass_hi!r}"

@@ -29,10 +29,15 @@ def _zcdp(items: Items, adaptive: bool) -> Guarantee:
     ``sharpdp.conversions.guarantee_to_zcdp_certified``) are spent. The order does not change the
     result: the sum is over every item either way.
     """
+    return _summed(items)
+
+
+def _summed(items: Items) -> ZCDP:
+    """(Σ c_i ξ_i, Σ c_i ρ_i)-zCDP of the items' own sharpest zCDP conversions, rounded up."""
     zs = convert_all(tuple(sorted(items, key=_has_renyi_curve)), ZCDP)
     rho = math.fsum(c * z.rho for z, c in zs if isinstance(z, ZCDP))
     xi = math.fsum(c * z.xi for z, c in zs if isinstance(z, ZCDP))
-    return ZCDP(_math.up(rho), _math.up(xi) if xi > 0 else xi)
+    return ZCDP(_math.up(rho), _math.up(xi))  # (up: towards +∞, a negative ξ too)
 
 
 def _has_renyi_curve(item: tuple[Guarantee, int]) -> bool:
@@ -62,4 +67,4 @@ def composed_to_zcdp(g: Composed) -> ZCDP:
     exact = g.exact_zcdp()
     if exact is not None:  # rationals, rounded up once
         return ZCDP(_math.float_up(exact[0]), _math.float_up(exact[1]))
-    return _zcdp(g.items, True)  # type: ignore[return-value]
+    return _summed(g.items)
