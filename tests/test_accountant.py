@@ -88,7 +88,7 @@ def test_pure_budget_takes_exactly_what_fits(tmp_path: Path) -> None:
 def test_count_is_charged(tmp_path: Path) -> None:
     with Accountant(sdp.PureDP(1.0), ledger=tmp_path / "l.sqlite") as acc:
         assert not acc.would_fit(sdp.PureDP(0.125), count=9)
-        with pytest.raises(sdp.BudgetExceeded, match="x9"):
+        with pytest.raises(sdp.BudgetExceeded, match="9 × PureDP"):
             acc.spend(sdp.PureDP(0.125), count=9)
         assert acc.history() == ()
         entry = acc.spend(sdp.PureDP(0.125), count=8)
@@ -1093,3 +1093,33 @@ def test_the_zcdp_line_is_checked_at_every_order() -> None:
     acct.spend(sdp.PureDP(0.001), 9)
     with pytest.raises(sdp.BudgetExceeded):
         acct.spend(sdp.PureDP(0.001))
+
+
+def test_refusal_message_rounds_against_the_user_and_abbreviates() -> None:
+    """The refusal reads like the CLI: spent readings rounded up to 6 significant digits (never
+    below the value the accountant holds), what is left rounded down, long compositions cut."""
+    import re
+    from decimal import Decimal
+
+    acc = Accountant(sdp.ApproxDP(1.0, 1e-6))
+    acc.spend(sdp.PureDP(0.8))
+    spent, left = acc.epsilon(1e-6), acc.remaining()
+    laplaces = sdp.compose([sdp.Laplace(i + 1.0) for i in range(9)])
+    with pytest.raises(sdp.BudgetExceeded) as info:
+        acc.spend(laplaces, count=2)
+    text = str(info.value)
+    assert "2 × compose(Laplace(scale=1.0), Laplace(scale=2.0)" in text
+    assert "… 5 more)" in text
+    assert "Composition(items=" not in text
+    printed_spent = re.search(r"spent so far ε = ([0-9.e-]+) at δ = 1e-06", text)
+    printed_left = re.search(r"remaining ε = ([0-9.e-]+)\)", text)
+    would = re.search(r"to ε = ([0-9.e-]+) at δ = 1e-06, over the budget", text)
+    assert printed_spent and printed_left and would, text
+    # (the reading after the spend is the accountant's own bound: over the budget, 6 digits)
+    assert Decimal(would[1]) > 1 and len(would[1].replace(".", "")) <= 6, would[1]
+    for printed, value, up in ((printed_spent[1], spent, True), (printed_left[1], left, False)):
+        digits = len(printed.replace(".", "").lstrip("0"))
+        assert digits <= 6, printed
+        exact_value = Decimal(value)  # the float's exact value
+        assert (Decimal(printed) >= exact_value) if up else (Decimal(printed) <= exact_value)
+        assert abs(Decimal(printed) - exact_value) <= exact_value * Decimal("1e-5")

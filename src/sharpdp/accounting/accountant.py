@@ -61,6 +61,7 @@ from types import TracebackType
 from typing import ClassVar, Self
 
 from sharpdp import _math, _validate
+from sharpdp._format import exact, lower, upper
 from sharpdp.accounting._items import normalise
 from sharpdp.accounting._serialize import dumps
 from sharpdp.accounting.analyses.approx_rdp import split_delta
@@ -80,7 +81,7 @@ from sharpdp.conversions import convert, renyi_under_zcdp_line
 from sharpdp.errors import BudgetExceeded, InvalidParameter, LedgerError, NotImplied, SharpDPError
 from sharpdp.guarantees import RDP, ZCDP, ApproxDP, Guarantee, PureDP
 
-__all__ = ["Accountant", "Summary"]
+__all__ = ["Accountant", "Summary", "describe_left", "item_text"]
 
 #: The reason recorded with an account's budget when its first accountant opens it.
 OPENED = "opened by the account's first accountant"
@@ -101,8 +102,28 @@ class _Verdict:
 
 
 def _describe(measure: Measure, at_delta: float | None, value: float) -> str:
-    """A reading in words: ``ε = v at δ = d`` or ``ρ = v``."""
-    return f"ρ = {value!r}" if measure == "rho" else f"ε = {value!r} at δ = {at_delta!r}"
+    """A spent reading in words, ``ε = v at δ = d`` or ``ρ = v``: ``v`` is an upper bound, printed
+    with 6 significant digits rounded up (never below it); ``d`` is the budget's, as given."""
+    if measure == "rho":
+        return f"ρ = {upper(value)}"
+    return f"ε = {upper(value)} at δ = {exact(at_delta if at_delta is not None else 0.0)}"
+
+
+def describe_left(measure: Measure, value: float) -> str:
+    """What is left, ``ε = v`` or ``ρ = v``: a lower bound, printed rounded down."""
+    return f"{'ρ' if measure == 'rho' else 'ε'} = {lower(value)}"
+
+
+def item_text(item: Guarantee, count: int = 1, limit: int = 4) -> str:
+    """An item to spend in words: its repr, or a composition's first ``limit`` entries
+    (``compose(Gaussian(sigma=3.0), 4 × PureDP(epsilon=0.3), … 12 more)``)."""
+    if not isinstance(item, Composition):
+        text = repr(item)
+    else:
+        entries = [repr(g) if k == 1 else f"{k} × {g!r}" for g, k in item.items[:limit]]
+        more = len(item.items) - limit
+        text = f"compose({', '.join(entries)}{f', … {more} more' if more > 0 else ''})"
+    return text if count == 1 else f"{count} × {text}"
 
 
 def _float_up(q: Fraction) -> float:
@@ -541,13 +562,17 @@ class Summary:
     budget_since: datetime
     budget_reason: str
 
+    @property
+    def reading(self) -> str:
+        """What is spent in words, ``ε = v at δ = d`` or ``ρ = v`` (``v`` rounded up)."""
+        return _describe(self.measure, self.at_delta, self.spent)
+
     def __str__(self) -> str:
-        reading = _describe(self.measure, self.at_delta, self.spent)
-        head = f"analyst {self.analyst!r}, period {self.period!r}: spent {reading}"
+        head = f"analyst {self.analyst!r}, period {self.period!r}: spent {self.reading}"
         if self.over_budget:
             head += f", OVER the budget {self.budget!r}"
         else:
-            head += f" of the budget {self.budget!r}, remaining {self.remaining!r}"
+            head += f" of the budget {self.budget!r}, remaining {lower(self.remaining)}"
         return (
             f"{head}; {self.spends} spend(s); budget recorded "
             f"{self.budget_since.isoformat(timespec='seconds')} ({self.budget_reason})"
@@ -968,8 +993,8 @@ class Accountant:
             else ""
         )
         return (
-            f"spending {item!r} x{count} would bring analyst {self._analyst!r} (period "
+            f"spending {item_text(item, count)} would bring analyst {self._analyst!r} (period "
             f"{self._period!r}) to {rule.describe(verdict.spent)}, over the budget "
-            f"{rule.budget!r}{never}; nothing was recorded (spent so far: "
-            f"{rule.describe(now.spent)}, remaining: {now.remaining!r})"
+            f"{rule.budget!r}{never}; nothing was recorded (spent so far "
+            f"{rule.describe(now.spent)}, remaining {describe_left(rule.measure, now.remaining)})"
         )

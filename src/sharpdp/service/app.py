@@ -46,6 +46,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import sharpdp as sdp
 from sharpdp._version import __version__
+from sharpdp.accounting.accountant import describe_left, item_text
 from sharpdp.accounting.ledger import (
     Entry,
     History,
@@ -514,9 +515,10 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
                 # (a refusal is always safe; only spend's own check can accept)
                 summary = accountant.summary()
                 raise sdp.BudgetExceeded(
-                    f"spending {item!r} x{count} would take analyst {who.name!r} (period "
+                    f"spending {item_text(item, count)} would take analyst {who.name!r} (period "
                     f"{slot.period!r}) over the budget {summary.budget!r}: spent so far "
-                    f"{summary.spent!r}, remaining {summary.remaining!r}; nothing was recorded"
+                    f"{summary.reading}, remaining "
+                    f"{describe_left(summary.measure, summary.remaining)}; nothing was recorded"
                 )
             # Query.run: the spend is checked and recorded durably first, then the engine runs
             start = _clock()
