@@ -1114,9 +1114,12 @@ def test_refusal_message_rounds_against_the_user_and_abbreviates() -> None:
     printed_spent = re.search(r"spent so far ε = ([0-9.e-]+) at δ = 1e-06", text)
     printed_left = re.search(r"remaining ε = ([0-9.e-]+)\)", text)
     would = re.search(r"to ε = ([0-9.e-]+) at δ = 1e-06, over the budget", text)
-    assert printed_spent and printed_left and would, text
+    assert printed_spent, text
+    assert printed_left, text
+    assert would, text
     # (the reading after the spend is the accountant's own bound: over the budget, 6 digits)
-    assert Decimal(would[1]) > 1 and len(would[1].replace(".", "")) <= 6, would[1]
+    assert Decimal(would[1]) > 1, would[1]
+    assert len(would[1].replace(".", "")) <= 6, would[1]
     for printed, value, up in ((printed_spent[1], spent, True), (printed_left[1], left, False)):
         digits = len(printed.replace(".", "").lstrip("0"))
         assert digits <= 6, printed

@@ -431,3 +431,60 @@ def test_an_account_on_postgres_opens_without_a_budget(url: str) -> None:
     with pytest.raises(sdp.LedgerError) as info:
         sdp.Accountant(None, ledger=secret.rsplit("/", 1)[0] + "/no_such_db", analyst="ana")
     assert "s3cret" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:pw@h:5/db", "postgresql://u:***@h:5/db"),
+        (
+            "postgresql://u@h/db?password=hunter2&sslmode=require",
+            "postgresql://u@h/db?password=***&sslmode=require",
+        ),
+        (
+            "postgresql://u@h/db?sslmode=require&PASSWORD=x",
+            "postgresql://u@h/db?sslmode=require&PASSWORD=***",
+        ),
+        ("postgresql:///db?host=/tmp&password=a%20b", "postgresql:///db?host=/tmp&password=***"),
+        ("postgres://u:p@h/db?password=q#f", "postgres://u:***@h/db?password=***#f"),
+        ("postgresql://h/db?sslmode=require", "postgresql://h/db?sslmode=require"),
+        ("postgresql://[oops/db", "postgresql://…"),
+    ],
+)
+def test_passwords_never_shown(url: str, shown: str) -> None:
+    # libpq also takes the password as a query parameter: it was shown in messages, repr, path and
+    # the service's 503 bodies; a URL that does not parse raised ValueError from the redaction
+    from sharpdp.accounting._postgres import redact
+
+    assert redact(url) == shown
+
+
+def test_query_string_password_and_bad_urls_in_errors(server: str) -> None:
+    secret = f"{server}/no_such_db?password=hunter2"
+    with pytest.raises(sdp.LedgerError, match="cannot connect") as info:
+        Ledger(secret)
+    assert "hunter2" not in str(info.value)
+    assert "password=***" in str(info.value)
+    with pytest.raises(sdp.LedgerError, match="cannot connect"):
+        sdp.Accountant(sdp.PureDP(1.0), ledger="postgresql://[oops/db", analyst="ana")
+
+
+def test_a_lost_connection_is_opened_again(url: str) -> None:
+    # a terminated backend (a server restart, a failover, an idle timeout) left the ledger's one
+    # connection closed for good: every later spend failed until the process restarted
+    with sdp.Accountant(sdp.PureDP(1.0), ledger=url, analyst="ana") as acc:
+        acc.spend(sdp.PureDP(0.25))
+        killed = raw(
+            url,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        assert killed
+        assert all(ok for (ok,) in killed)
+        acc.spend(sdp.PureDP(0.25))  # the lost connection is found at BEGIN and opened again
+        assert acc.spent() == 0.5
+        with pytest.raises(sdp.BudgetExceeded):
+            acc.spend(sdp.PureDP(0.75))
+    assert raw(url, "SELECT COUNT(*) FROM spends") == [(2,)]
+    with sdp.Accountant(None, ledger=url, analyst="ana") as again:
+        assert again.spent() == 0.5

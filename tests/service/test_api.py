@@ -177,7 +177,8 @@ def test_over_budget_is_refused_and_nothing_is_spent(server: Server) -> None:
     assert "over the budget" in error
     # two ε = 0.1 spends of a pure budget 0.25 (count_by() prices PureDP(0.1)): 0.2 spent is
     # printed rounded up, 0.05 left rounded down, in the budget's currency
-    assert "spent so far ε = 0.2" in error and "remaining ε = 0.0499999" in error, error
+    assert "spent so far ε = 0.2" in error, error
+    assert "remaining ε = 0.0499999" in error, error
     assert ledger_rows(server, "spender") == before == 2
     assert httpx.post(f"{server.url}/explain", json=count_by(), headers=h).json()["fits"] is False
 

@@ -22,9 +22,10 @@ import contextlib
 import hashlib
 import json
 import math
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -42,6 +43,8 @@ from sharpdp.accounting._ledger_format import (
     schema_version,
 )
 from sharpdp.errors import LedgerError
+
+T = TypeVar("T")
 
 __all__ = ["PostgresStore", "redact"]
 
@@ -123,12 +126,22 @@ CREATE_KEY = lock_key("create the ledger tables")
 
 
 def redact(url: str) -> str:
-    """The URL without its password (for messages and ``repr``)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    """The URL without its password (for messages and ``repr``): libpq takes one in the user
+    part (``user:pw@host``) or as a ``password=`` parameter of the query string; both are
+    replaced by ``***``, the rest kept as written. A URL that does not parse is named by its
+    scheme alone."""
+    try:
+        parts = urlsplit(url)
+        secret = parts.password
+    except ValueError:  # e.g. an unbalanced "[" in the host: say nothing of the rest
+        return url.partition(":")[0] + "://…"
+    if secret is not None:
+        host = parts.netloc.rpartition("@")[2]
+        url = urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    return _QUERY_PASSWORD.sub(r"\1***", url)
+
+
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 
 
 def dialect(sql: str) -> str:
@@ -148,35 +161,62 @@ class PostgresStore:
         timeout: seconds to wait for an account's lock (``lock_timeout``) and to connect.
     """
 
-    __slots__ = ("_conn", "name")
+    __slots__ = ("_conn", "_in_transaction", "_timeout", "_url", "name")
 
     def __init__(self, url: str, name: str, timeout: float) -> None:
         self.name = name
+        self._url, self._timeout = url, timeout
+        self._in_transaction = False
+        self._conn = self._connect()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection, set up (lock wait, durable commits)."""
         try:
             # autocommit: no implicit transactions (BEGIN / COMMIT are issued explicitly, as for
             # SQLite); a read outside a write transaction is one statement.
-            self._conn = psycopg.connect(
-                url, autocommit=True, connect_timeout=max(1, math.ceil(min(timeout, 3600.0)))
+            conn = psycopg.connect(
+                self._url,
+                autocommit=True,
+                connect_timeout=max(1, math.ceil(min(self._timeout, 3600.0))),
             )
         except psycopg.Error as err:
-            raise LedgerError(f"cannot connect to ledger {name!r}: {err}") from err
+            raise LedgerError(f"cannot connect to ledger {self.name!r}: {err}") from err
         try:
             with self.errors("open"):
                 # lock_timeout = 0 would mean "wait forever": the least wait is 1 ms.
-                wait_ms = max(1, math.ceil(min(timeout, 86_400.0) * 1000.0))
-                self._conn.execute(f"SET lock_timeout = {wait_ms}")
+                wait_ms = max(1, math.ceil(min(self._timeout, 86_400.0) * 1000.0))
+                conn.execute(f"SET lock_timeout = {wait_ms}")
                 # Durable: COMMIT returns once the commit record is flushed to the server's WAL.
-                self._conn.execute("SET synchronous_commit = on")
+                conn.execute("SET synchronous_commit = on")
         except BaseException:
-            self._conn.close()
+            conn.close()
             raise
+        return conn
+
+    def _outside_transaction(self, statement: Callable[[], T]) -> T:
+        """Run ``statement`` (no transaction open); if the connection turns out lost (a server
+        restart, a failover, an idle-session timeout, a terminated backend), connect again and
+        run it once more. Nothing can be half-done: no transaction was open. Inside a
+        transaction a lost connection stays an error (its lock and writes are gone with it)."""
+        if self._conn.closed:
+            self._conn = self._connect()
+        try:
+            return statement()
+        except psycopg.OperationalError:
+            if not self._conn.closed:
+                raise
+        self._conn = self._connect()
+        return statement()
 
     def close(self) -> None:
         self._conn.close()
 
     # -- the ledger's storage hooks ---------------------------------------------------------------
     def fetch(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        return self._conn.execute(dialect(sql), tuple(args)).fetchall()
+        def run() -> list[tuple[Any, ...]]:
+            return self._conn.execute(dialect(sql), tuple(args)).fetchall()
+
+        return run() if self._in_transaction else self._outside_transaction(run)
 
     def insert(self, sql: str, args: Sequence[object]) -> int:
         row = self._conn.execute(dialect(sql) + " RETURNING id", tuple(args)).fetchone()
@@ -186,8 +226,12 @@ class PostgresStore:
 
     def begin(self, key: int) -> None:
         """``BEGIN`` (READ COMMITTED: each statement after the lock sees every earlier commit),
-        then take the transaction-level advisory lock ``key`` (waits up to ``timeout``)."""
-        self._conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        then take the transaction-level advisory lock ``key`` (waits up to ``timeout``). A
+        connection found lost at ``BEGIN`` is opened again first."""
+        self._outside_transaction(
+            lambda: self._conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        )
+        self._in_transaction = True
         try:
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
         except BaseException:
@@ -199,10 +243,16 @@ class PostgresStore:
         self.begin(lock_key(analyst, period))
 
     def commit(self) -> None:
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        finally:
+            # committed, or failed: the server has ended the transaction either way (a failed
+            # COMMIT rolls back) or the connection is gone with it
+            self._in_transaction = False
 
     def rollback(self) -> None:
         """Roll back the open transaction, if any (never raises)."""
+        self._in_transaction = False
         if self._conn.closed or self._conn.info.transaction_status == pq.TransactionStatus.IDLE:
             return
         with contextlib.suppress(psycopg.Error):
