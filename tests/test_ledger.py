@@ -423,6 +423,16 @@ def test_create_false_and_bad_paths(tmp_path: Path) -> None:
         Ledger(tmp_path)
     with pytest.raises(sdp.InvalidParameter, match="path"):
         Ledger(3)  # type: ignore[arg-type]
+    # the OS's ValueError / UnicodeEncodeError leaked from wherever the path was first used
+    for bad, message in (
+        (f"{tmp_path}/a\x00b.sqlite", "NUL"),
+        (f"{tmp_path}/a\ud800.sqlite", "file name"),
+    ):
+        with pytest.raises(sdp.InvalidParameter, match=message):
+            Ledger(bad)
+        with pytest.raises(sdp.InvalidParameter, match=message):
+            Accountant(sdp.PureDP(1.0), ledger=bad)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
     with pytest.raises(sdp.InvalidParameter, match="timeout"):
         Ledger(None, timeout=-1.0)
 
@@ -576,6 +586,21 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], object], str]] = {
     "unknown schema": (
         _row_edit("UPDATE meta SET value = 'v1' WHERE key = 'schema_version'"),
         "schema version",
+    ),
+    # str.isdigit() holds for '²', which int() refuses: it raised ValueError
+    "superscript schema": (
+        _row_edit("UPDATE meta SET value = '²' WHERE key = 'schema_version'"),
+        "unreadable schema version",
+    ),
+    # SQLite's datetime() reads a Julian day number: the file opened, then every use of the
+    # account failed
+    "julian budget timestamp": (
+        _row_edit("UPDATE budgets SET created_at = '2461010.5' WHERE id = 1"),
+        "budgets row 1",
+    ),
+    "'now' spend timestamp": (
+        _row_edit("UPDATE spends SET created_at = 'now' WHERE id = 1"),
+        "row 1",
     ),
     "other format": (_row_edit("UPDATE meta SET value = 'other' WHERE key = 'format'"), "format"),
     "missing spends table": (_row_edit("DROP TABLE spends"), "no spends table"),

@@ -79,7 +79,8 @@ def schema_version(meta: Mapping[str, object], where: str, readable: Collection[
     if meta.get("format") != FORMAT_NAME:
         raise LedgerError(f"{where} is not a sharpdp ledger (meta.format = {meta.get('format')!r})")
     raw = meta.get("schema_version")
-    if not (isinstance(raw, str) and raw.isdigit()):
+    # ASCII digits only: str.isdigit() also accepts "²" (which int() refuses) and "٢"
+    if not (isinstance(raw, str) and raw.isascii() and raw.isdigit()):
         raise LedgerError(f"{where} has an unreadable schema version {raw!r}")
     version = int(raw)
     if version > SCHEMA_VERSION:

@@ -149,7 +149,8 @@ END""",
 )
 
 # Rows a version-1 reader cannot interpret (the CHECK constraints keep our own writes out of here;
-# this catches files edited by other tools).
+# this catches files edited by other tools). SQLite's datetime() also takes a Julian day number
+# or 'now', which are no ISO timestamps: the GLOB asks for the date that every reader parses.
 _BAD_ROWS = """
 SELECT id FROM spends WHERE
     typeof(analyst) != 'text' OR length(analyst) = 0
@@ -157,6 +158,7 @@ SELECT id FROM spends WHERE
     OR typeof(item) != 'text'
     OR typeof(count) != 'integer' OR count < 1
     OR typeof(created_at) != 'text' OR datetime(created_at) IS NULL
+    OR created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*'
     OR typeof(measure) != 'text' OR measure NOT IN ('epsilon', 'rho')
     OR (measure = 'epsilon' AND typeof(at_delta) NOT IN ('real', 'integer'))
     OR (measure = 'rho' AND at_delta IS NOT NULL)
@@ -172,6 +174,7 @@ SELECT id FROM budgets WHERE
     OR typeof(period) != 'text' OR length(period) = 0
     OR typeof(budget) != 'text'
     OR typeof(created_at) != 'text' OR datetime(created_at) IS NULL
+    OR created_at NOT GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*'
     OR typeof(reason) != 'text' OR length(reason) = 0
     OR typeof(library_version) != 'text'
 LIMIT 1
@@ -420,7 +423,7 @@ class Ledger:
         else:
             if not isinstance(path, str | os.PathLike):
                 raise InvalidParameter(f"path must be a file path or None, got {path!r}")
-            absolute = os.path.abspath(os.fspath(path))
+            absolute = os.path.abspath(_file_path(path))
             self._init_state(absolute, repr(absolute))
             if not os.path.lexists(absolute):
                 if not create:
@@ -1130,6 +1133,21 @@ def _initialise(conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _file_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a file-system path, or InvalidParameter (not the OS's ValueError or
+    UnicodeEncodeError, raised later by whatever touches the file first)."""
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise InvalidParameter(f"path must be a text path, got {path!r}")
+    if "\x00" in text:
+        raise InvalidParameter(f"path contains a NUL character: {path!r}")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as err:
+        raise InvalidParameter(f"path {path!r} cannot be a file name here: {err}") from None
+    return text
 
 
 def _create_file(path: str) -> None:
