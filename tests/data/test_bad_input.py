@@ -59,6 +59,33 @@ BAD_QUERIES: list[tuple[str, Callable[[Any], Any], str]] = [
     ),
     ("sum by without keys", lambda s: s.sum("amount", (0, 1), privacy=P, by="fruit"), "keys"),
     ("duplicate keys", lambda s: s.count_by("fruit", keys=["apple", "apple"], privacy=P), "keys"),
+    # unhashable key values raised TypeError from the duplicate check
+    (
+        "a bytearray key",
+        lambda s: s.count_by("fruit", keys=[bytearray(b"a")], privacy=P),
+        "single values",
+    ),
+    (
+        "a list inside a two-column key",
+        lambda s: s.count_by(["fruit", "label"], keys=[("apple", ["x"])], privacy=P),
+        "single values",
+    ),
+    (
+        "a list in a key table's cell",
+        lambda s: s.count_by("fruit", keys=pd.DataFrame({"fruit": [["apple"]]}), privacy=P),
+        "single values",
+    ),
+    # quantile and top_k refused their column as a by-column; sums and means did not
+    (
+        "sum by its own column",
+        lambda s: s.sum("amount", (0, 1), privacy=P, by="amount", keys=[1]),
+        "by must not contain",
+    ),
+    (
+        "mean by its own column",
+        lambda s: s.mean("amount", (0, 1), privacy=P, by="amount", keys=[1]),
+        "by must not contain",
+    ),
     ("quantile q < 0", lambda s: s.quantile("amount", -0.1, (0, 1), privacy=P), "q must"),
     ("quantile q > 1", lambda s: s.quantile("amount", 1.5, (0, 1), privacy=P), "q must"),
     ("quantile q NaN", lambda s: s.quantile("amount", float("nan"), (0, 1), privacy=P), "q"),
@@ -93,8 +120,8 @@ BAD_QUERIES: list[tuple[str, Callable[[Any], Any], str]] = [
     ("int keys, text column", lambda s: s.count_by("fruit", keys=[1, 2], privacy=P), "'fruit'"),
     ("mixed keys", lambda s: s.count_by("fruit", keys=["apple", 3], privacy=P), "holds strings"),
     (
-        "text by-keys, float column",
-        lambda s: s.mean("amount", (0, 1), privacy=P, by="amount", keys=["1"]),
+        "text keys, float column",
+        lambda s: s.count_by("amount", keys=["1"], privacy=P),
         "holds numbers",
     ),
     ("bool keys, text column", lambda s: s.top_k("fruit", 1, keys=[True], privacy=P), "keys"),
@@ -228,7 +255,14 @@ def test_array_keys_are_a_list_of_keys(small: pd.DataFrame) -> None:
         .count_by("fruit", keys=keys, privacy=sdp.PureDP(1e6))
         .run(rng=0)
         .to_pandas()
-        for keys in (FRUITS, np.array(FRUITS), pd.Series(FRUITS), pd.Index(FRUITS))
+        for keys in (
+            FRUITS,
+            np.array(FRUITS),
+            pd.Series(FRUITS),
+            pd.Index(FRUITS),
+            np.array([[f] for f in FRUITS]),  # a one-column 2-D array (df[["fruit"]].values)
+            [[f] for f in FRUITS],  # rows as lists
+        )
     ]
     for frame in frames[1:]:
         pd.testing.assert_frame_equal(frame, frames[0])

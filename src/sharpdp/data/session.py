@@ -138,7 +138,8 @@ def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[A
         rows = [tuple(r) for r in value[list(columns)].itertuples(index=False, name=None)]
     elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
         if len(columns) == 1:
-            rows = [v if isinstance(v, tuple) else (v,) for v in value]
+            # a row may be a tuple or a list (``df[["k"]].values.tolist()``): no key is a list
+            rows = [tuple(v) if isinstance(v, tuple | list) else (v,) for v in value]
         else:
             # a string is one value, not a key of characters
             rows = [
@@ -154,6 +155,14 @@ def _public(name: str, value: object, columns: tuple[str, ...]) -> tuple[tuple[A
             raise InvalidParameter(
                 f"{name}: each key must have {len(columns)} value(s) ({list(columns)}), got {r!r}"
             )
+        for v in r:
+            try:
+                hash(v)
+            except TypeError:  # a list, a bytearray, a dict...: no column's value
+                raise InvalidParameter(
+                    f"{name}: a key's values must be single values (numbers, text, dates...), "
+                    f"got {v!r} ({type(v).__name__}) in {r!r}"
+                ) from None
         if any(is_missing(v) for v in r):
             raise InvalidParameter(f"{name}: keys must not be NULL/NaN, got {r!r}")
     if len(set(rows)) != len(rows):
@@ -760,6 +769,7 @@ class Session:
         cols, public = self._by(
             by,
             keys,
+            column=column,
             required="keys: sums and means by group need public keys (find them privately first "
             "with count_by(..., keys=None))",
         )
