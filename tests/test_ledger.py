@@ -598,6 +598,14 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], object], str]] = {
         _row_edit("UPDATE budgets SET created_at = '2461010.5' WHERE id = 1"),
         "budgets row 1",
     ),
+    # a trigger of the same name that no longer guards the spends opened silently
+    "foreign budget trigger": (
+        _row_edit(
+            "DROP TRIGGER spends_check_budget",
+            "CREATE TRIGGER spends_check_budget AFTER DELETE ON meta BEGIN SELECT 1; END",
+        ),
+        "not the one sharpdp creates",
+    ),
     "'now' spend timestamp": (
         _row_edit("UPDATE spends SET created_at = 'now' WHERE id = 1"),
         "row 1",

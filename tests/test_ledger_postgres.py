@@ -261,6 +261,18 @@ def test_every_spend_must_name_its_accounts_recorded_budget(url: str) -> None:
         ("UPDATE meta SET value = 'other' WHERE key = 'format'", "not a sharpdp ledger"),
         ("DROP TRIGGER spends_check_budget ON spends", "no enabled spends_check_budget"),
         ("ALTER TABLE spends DISABLE TRIGGER spends_check_budget", "no enabled"),
+        # a rewritten function, or the trigger moved to another event, opened silently
+        (
+            "CREATE OR REPLACE FUNCTION spends_check_budget() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$",
+            "not the one sharpdp creates",
+        ),
+        (
+            "DROP TRIGGER spends_check_budget ON spends; CREATE TRIGGER spends_check_budget "
+            "AFTER UPDATE ON spends FOR EACH ROW EXECUTE FUNCTION spends_check_budget()",
+            "not the one sharpdp creates",
+        ),
+        ("UPDATE meta SET value = '²' WHERE key = 'schema_version'", "unreadable schema version"),
         ("ALTER TABLE budgets DROP COLUMN reason", "budgets table has columns"),
         ("ALTER TABLE spends ALTER COLUMN spent_after TYPE real", "spends table has columns"),
         ("DROP TABLE meta", "not a sharpdp ledger"),

@@ -97,6 +97,9 @@ $$""",
 FOR EACH ROW EXECUTE FUNCTION {BUDGET_TRIGGER}()""",
 )
 
+#: The trigger function's body as created (between the ``$$``).
+TRIGGER_BODY = next(s for s in SCHEMA if s.startswith("CREATE FUNCTION")).split("$$")[1]
+
 _TEXT, _BIGINT, _DOUBLE = "text", "bigint", "double precision"
 #: The columns (name, ``information_schema`` data type) each table must have, in order.
 EXPECTED: dict[str, tuple[tuple[str, str], ...]] = {
@@ -326,9 +329,17 @@ class PostgresStore:
             if columns != wanted:
                 raise LedgerError(f"{where}: the {table} table has columns {columns}, not {wanted}")
         triggers = self.fetch(
-            "SELECT tgenabled FROM pg_trigger WHERE tgrelid = to_regclass('spends') "
-            "AND tgname = ? AND NOT tgisinternal",
-            (BUDGET_TRIGGER,),
+            "SELECT t.tgenabled, p.prosrc, t.tgtype FROM pg_trigger t "
+            "JOIN pg_proc p ON p.oid = t.tgfoid WHERE t.tgrelid = to_regclass('spends') "
+            "AND t.tgname = ? AND NOT t.tgisinternal AND p.proname = ?",
+            (BUDGET_TRIGGER, BUDGET_TRIGGER),
         )
         if not triggers or triggers[0][0] == "D":
             raise LedgerError(f"{where} has no enabled {BUDGET_TRIGGER} trigger")
+        # the function body as created (PostgreSQL keeps it verbatim), run BEFORE INSERT for
+        # each row (tgtype bits: ROW 1, BEFORE 2, INSERT 4); else someone else rewrote it
+        if triggers[0][1] != TRIGGER_BODY or int(triggers[0][2]) != 0b111:
+            raise LedgerError(
+                f"{where}: its {BUDGET_TRIGGER} trigger is not the one sharpdp creates (edited by "
+                "another tool: it may no longer refuse a spend checked against another budget)"
+            )

@@ -1333,11 +1333,15 @@ def _check_schema(conn: sqlite3.Connection, path: str) -> int:
         conn.execute("ROLLBACK")
 
 
+#: The budget trigger as sharpdp creates it (unchanged since schema version 2 began). SQLite keeps
+#: a trigger's CREATE statement verbatim: another text is a trigger someone else wrote.
+_TRIGGER_SQL = next(s for s in _SCHEMA_V2 if s.startswith("CREATE TRIGGER"))
+
+
 def _check_schema_snapshot(conn: sqlite3.Connection, path: str) -> int:
-    tables = {
-        str(name): str(kind)
-        for name, kind in conn.execute("SELECT name, type FROM sqlite_master").fetchall()
-    }
+    master = conn.execute("SELECT name, type, sql FROM sqlite_master").fetchall()
+    tables = {str(name): str(kind) for name, kind, _ in master}
+    statements = {str(name): sql for name, _, sql in master}
     if tables.get("meta") != "table":
         raise LedgerError(
             f"{path!r} is an SQLite database but not a sharpdp ledger (no meta table)"
@@ -1362,6 +1366,12 @@ def _check_schema_snapshot(conn: sqlite3.Connection, path: str) -> int:
             )
     if version >= 2 and tables.get(_BUDGET_TRIGGER) != "trigger":
         raise LedgerError(f"ledger {path!r} has no {_BUDGET_TRIGGER} trigger")
+    if version >= 2 and statements[_BUDGET_TRIGGER] != _TRIGGER_SQL:
+        raise LedgerError(
+            f"ledger {path!r}: its {_BUDGET_TRIGGER} trigger is not the one sharpdp creates "
+            "(edited by another tool: it may no longer refuse a spend checked against another "
+            "budget)"
+        )
     check = conn.execute("PRAGMA quick_check").fetchall()
     if check != [("ok",)]:
         problems = "; ".join(str(row[0]) for row in check[:3])
