@@ -8,6 +8,7 @@ results are checked against a computation that shares no code with sharpdp.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import math
 import os
@@ -22,10 +23,15 @@ import pytest
 
 import sharpdp as sdp
 
+EPOCH = datetime.date(1970, 1, 1)
+
 
 def _text(v: Any) -> str:
-    if v is None or (isinstance(v, float) and np.isnan(v)):
+    if v is None or v is pd.NaT or (isinstance(v, float) and np.isnan(v)):
         return "\\N"
+    if isinstance(v, datetime.datetime):  # its day number and time of day (trailing 0s dropped)
+        fraction = f".{v.microsecond:06d}".rstrip("0") if v.microsecond else ""
+        return f"{(v.date() - EPOCH).days} {v:%H:%M:%S}{fraction}"
     return str(v)
 
 
@@ -58,17 +64,20 @@ def float_codes(x: float) -> list[int]:
 def _kind(value: Any) -> str:
     if isinstance(value, bool | int | np.integer | np.bool_):
         return "int"
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return "date"
     if isinstance(value, float | np.floating) and value == value:
         return "float"  # (NaN: a missing value, typed by its column: pass kinds=)
     return "text"
 
 
 def rank_hash(parts: Sequence[Any], salt: str, kinds: Sequence[str] | None = None) -> int:
-    """The bounding hash, from its specification: codes cᵢ, first the integers (mod P) and the
-    floats (two codes each, :func:`float_codes`) in order, then, if any other part, one code for
-    all of them, the first 7 hex digits of the MD5 of salt ‖ '|' text ‖ '|' text …;
+    """The bounding hash, from its specification: codes cᵢ, first the integers (mod P), the
+    floats (two codes each, :func:`float_codes`) and the dates (day number since 1970 mod P) in
+    order, then, if any other part, one code for all of them, the first 7 hex digits of the MD5
+    of salt ‖ '|' text ‖ '|' text … (a timestamp's text: its day number and time of day);
     h ← (h·((aᵢcᵢ + bᵢ) mod P) + eᵢ) mod P from h = 1, with (aᵢ, bᵢ, eᵢ) read from SHA-256(salt:i)
-    as three big-endian 64-bit words. ``kinds`` ("int", "float" or "text" per part: the column
+    as three big-endian 64-bit words. ``kinds`` ("int", "float", "date" or "text" per part: the column
     types) defaults to each value's own type, a NaN counting as text's NULL."""
     kinds = [_kind(p) for p in parts] if kinds is None else list(kinds)
     textual = [p for p, k in zip(parts, kinds, strict=True) if k == "text"]
@@ -78,6 +87,8 @@ def rank_hash(parts: Sequence[Any], salt: str, kinds: Sequence[str] | None = Non
             codes.extend(float_codes(float("nan") if p is None else float(p)))
         elif k == "int":  # NULL: P − 1
             codes.append(P - 1 if p is None or p is pd.NA else int(p) % P)
+        elif k == "date":  # its day number since 1970-01-01, as an integer's
+            codes.append(P - 1 if p is None or p is pd.NaT else (p - EPOCH).days % P)
     if textual:
         text = salt + "".join("|" + _text(p) for p in textual)
         codes.append(int(hashlib.md5(text.encode()).hexdigest()[:7], 16))
@@ -92,6 +103,10 @@ def rank_hash(parts: Sequence[Any], salt: str, kinds: Sequence[str] | None = Non
 
 def _column_kind(column: pd.Series) -> str:
     kind = column.dtype.kind
+    if kind == "O":  # a column of datetime.date values is a date column
+        first = column.dropna()
+        if len(first) and _kind(first.iloc[0]) == "date":
+            return "date"
     return "float" if kind == "f" else "int" if kind in "iub" else "text"
 
 

@@ -268,9 +268,7 @@ def test_rank_hash_matches_its_specification_on_both_engines(
         return -1 if v is None or v is pd.NA else int(v)
 
     want = [
-        reference.rank_hash(
-            [integral(i), None if pd.isna(s) else s, integral(b), d.isoformat()], salt
-        )
+        reference.rank_hash([integral(i), None if pd.isna(s) else s, integral(b), d], salt)
         for i, s, b, d in zip(ints, frame["s"], frame["b"], frame["d"], strict=True)
     ]
     assert all(0 <= h < P for h in want)
@@ -338,6 +336,11 @@ def test_same_rows_kept_for_float_binary_and_time_zoned_keys(
         "f": [1e20, 2.82879384806159e17, 1e-7, 0.1, 1e7, 123456.789],
         "b": [b"\x00\xff", b"ab", b"\xc3\xa9", b"", b"\x80", b"zz"],
         "tz": list(pd.date_range("2020-01-01 12:30:15.123456", periods=6, freq="37min", tz="UTC")),
+        # dates and times outside years 1–9999, which the engines print differently (DuckDB
+        # '0222-09-04 (BC)', '10183-09-21'; Spark '-0221-09-04', '+10183-09-21'): as days and
+        # microseconds since 1970
+        "d": [-800_000, 3_000_000, -719_163, 18_000, 0, -1],
+        "t": [-8 * 10**16 + 123_456, 3 * 10**17 + 5, -62_135_596_800_000_001, 1, 0, -1],
     }
     rows: dict[str, list[Any]] = {"who": [], "v": [], **{c: [] for c in keys}}
     for p in range(persons):
@@ -350,7 +353,14 @@ def test_same_rows_kept_for_float_binary_and_time_zoned_keys(
     path = str(tmp_path_factory.mktemp("texts") / "texts.parquet")
     types = {"who": pa.string(), "v": pa.float64(), "f": pa.float64(), "b": pa.binary()}
     types["tz"] = pa.timestamp("us", tz="UTC")
-    pq.write_table(pa.table({c: pa.array(v, type=types[c]) for c, v in rows.items()}), path)
+    types["d"], types["t"] = pa.date32(), pa.timestamp("us")
+    arrays = {  # (days and microseconds enter as integers: pandas cannot hold such times)
+        c: pa.array(v, type=pa.int32() if c == "d" else pa.int64()).cast(types[c])
+        if c in ("d", "t")
+        else pa.array(v, type=types[c])
+        for c, v in rows.items()
+    }
+    pq.write_table(pa.table(arrays), path)
     spark.read.parquet(path).createOrReplaceTempView("text_keys")
     with _engine.quiet():
         sp = ibis.pyspark.connect(spark).table("text_keys")
@@ -366,6 +376,10 @@ def test_same_rows_kept_for_float_binary_and_time_zoned_keys(
         releases.append(q.run(rng=3).to_pandas())
         out.append(releases)
     for a, b in zip(*out, strict=True):
+        if {"d", "t"} & set(a.columns):  # compared by their counts (pandas cannot hold the keys)
+            assert a["count"].tolist() == b["count"].tolist()
+            assert len(a) >= 3
+            continue
         a, b = (_comparable(x) for x in (a, b))
         pd.testing.assert_frame_equal(a, b, check_dtype=False)
         assert len(a) >= 3

@@ -20,11 +20,12 @@ choice from being the same systematic subset every time.
 from the four operations every SQL engine computes identically on 64-bit integers (``+``, ``*``,
 ``%`` with C's sign rule, comparisons), kept below 2⁶³ at every step so that no engine overflows or
 wraps. Integer and boolean columns contribute their value reduced mod p, p = 2³¹ − 1 (the fast
-path: no text, no digest); floating-point columns two codes from their exact binary exponent and
-fraction, computed with operations that are exact in IEEE arithmetic (engines print floats
-differently). All other columns together contribute *one* code: the first 7 hex digits
-(28 bits) of the MD5 digest of salt ‖ text₁ ‖ text₂ …, each column's text prefixed by ``|``
-(NULL written ``\\N``; dates and strings print alike on DuckDB and Spark), so one digest per row,
+path: no text, no digest), dates their day number since 1970 the same way; floating-point
+columns two codes from their exact binary exponent and fraction, computed with operations that
+are exact in IEEE arithmetic (engines print floats differently). All other columns together
+contribute *one* code: the first 7 hex digits (28 bits) of the MD5 digest of salt ‖ text₁ ‖ text₂
+…, each column's text prefixed by ``|`` (NULL written ``\\N``; strings and decimals print alike on
+DuckDB and Spark, a timestamp enters as its day number and time of day), so one digest per row,
 whatever the number of text columns, and the salt reorders every person's keys independently. The
 codes are chained with salt-derived multipliers, h ← (h · ((aᵢ·cᵢ + bᵢ) mod p) + eᵢ) mod p. DuckDB
 and Spark compute the same h (each decodes the hex digits its own fastest way, checked against the
@@ -92,6 +93,23 @@ def _integral_code(value: Any) -> Any:
 
 def _is_float(value: Any) -> bool:
     return bool(value.type().is_floating())
+
+
+def _is_date(value: Any) -> bool:
+    return bool(value.type().is_date())
+
+
+def _date_code(value: Any) -> Any:
+    """The code of a date column: its day number since 1970-01-01, as an integer's. Engines print
+    dates outside years 1–9999 differently (DuckDB ``0222-09-04 (BC)``, Spark ``-0221-09-04``);
+    the day number is the same on both."""
+    return _integral_code(value.epoch_days())
+
+
+#: The time of day at the end of a timestamp's text (``HH:MM:SS`` and any fraction), which both
+#: engines print alike whatever the year (no backslashes: Spark SQL literals would need them
+#: escaped).
+_TIME_OF_DAY = r"([0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]+)?)$"
 
 
 #: Offsets of the float codes: the kind (NULL, zero, +inf, −inf, positive, negative) times 2¹²
@@ -196,18 +214,25 @@ def _duckdb_timezone() -> Any:
 def _text(value: Any, engine: str | None) -> Any:
     """The text a column enters the digest with, alike on DuckDB and Spark.
 
-    Strings, dates, timestamps and decimals print alike. Binary values are written in hex
+    Strings and decimals print alike; a timestamp is written as its day number and its time of
+    day (its date part prints differently outside years 1–9999). Binary values are written in hex
     (``hex``: DuckDB's text form escapes bytes, Spark's decodes them as UTF-8). A time-zoned
     timestamp is written as its UTC wall time on DuckDB (which otherwise prints it in the
     process's time zone with an offset); Spark's instants, which Ibis sees without a time zone,
     print in the Spark session's time zone, so the engines agree when that zone is UTC.
     """
     dtype = value.type()
+    string = _engine.dtype("string")
     if dtype.is_binary() and engine in ("duckdb", "pyspark"):
         return _hex()(value)
-    if dtype.is_timestamp() and dtype.timezone is not None and engine == "duckdb":
-        return _duckdb_timezone()("UTC", value).cast(_engine.dtype("string"))
-    return value.cast(_engine.dtype("string"))
+    if dtype.is_timestamp():
+        if dtype.timezone is not None and engine == "duckdb":
+            value = _duckdb_timezone()("UTC", value)
+        # the day number and the time of day: the engines print the date part differently
+        # outside years 1–9999 (see _date_code)
+        day = value.date().epoch_days().cast(string)
+        return day + " " + value.cast(string).re_extract(_TIME_OF_DAY, 1)
+    return value.cast(string)
 
 
 def _text_digest(table: Any, columns: Sequence[str], salt: str) -> Any:
@@ -232,9 +257,10 @@ def _multipliers(salt: str, n: int) -> list[tuple[int, int, int]]:
 def rank_hash(table: Any, columns: Sequence[str], salt: str) -> tuple[Any, Any]:
     """The portable seeded hash of ``columns`` (module docstring), as ``(table', h)``.
 
-    Codes cᵢ: for the integer and floating-point columns in order, an integer's value mod P or a
-    float's two codes (:func:`_float_codes`), then (if any other column) one code, the first 7
-    hex digits of MD5(salt ‖ '|' text … of the other columns). h₀ = 1,
+    Codes cᵢ: for the integer, floating-point and date columns in order, an integer's value mod
+    P, a float's two codes (:func:`_float_codes`) or a date's day number mod P, then (if any
+    other column) one code, the first 7 hex digits of MD5(salt ‖ '|' text … of the other
+    columns). h₀ = 1,
     hᵢ = (hᵢ₋₁ · ((aᵢ·cᵢ + bᵢ) mod P) + eᵢ) mod P; every intermediate is < 2⁶² (codes and h are
     < P < 2³¹), so int64 arithmetic is exact on every engine.
 
@@ -244,12 +270,17 @@ def rank_hash(table: Any, columns: Sequence[str], salt: str) -> tuple[Any, Any]:
         ``_sdp_md5*`` columns when done), and ``h``, an int64 expression over ``table'`` in [0, P).
         Integer columns need no projection, so their hash stays inside the expression that uses it.
     """
-    numeric = [c for c in columns if _is_integral(table[c]) or _is_float(table[c])]
+    numeric = [
+        c for c in columns if _is_integral(table[c]) or _is_float(table[c]) or _is_date(table[c])
+    ]
     textual = [c for c in columns if c not in numeric]
     t = table.mutate(_sdp_md5=_text_digest(table, textual, salt)) if textual else table
     codes: list[Any] = []
     for c in numeric:
-        codes.extend(_float_codes(t[c]) if _is_float(t[c]) else [_integral_code(t[c])])
+        if _is_float(t[c]):
+            codes.extend(_float_codes(t[c]))
+        else:
+            codes.append(_date_code(t[c]) if _is_date(t[c]) else _integral_code(t[c]))
     if textual:
         decode = _HEX7_DECODERS.get(_engine_name(table) or "", _hex7_portable)
         codes.append(decode(t["_sdp_md5"]))
