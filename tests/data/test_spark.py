@@ -523,3 +523,24 @@ def test_a_csv_header_that_repeats_a_name_is_refused_on_spark(
         on_spark = ibis.pyspark.connect(spark)
     with pytest.raises(sdp.InvalidParameter, match="names two columns 'a' and 'A'"):
         sdp.data.Session(str(path), "who", sdp.PureDP(1.0), engine=on_spark)
+
+
+def test_a_frame_loaded_into_spark_is_a_temporary_view(spark: Any) -> None:
+    """A pandas frame with a Spark engine: Ibis's PySpark backend has no temporary tables, and
+    its create_table saved the private rows as a permanent table in the Spark warehouse (a second
+    process then failed on the name); now a temporary view, nothing written, and the same release
+    as on DuckDB."""
+    frame = pd.DataFrame(
+        {"who": [f"p{i % 50}" for i in range(500)], "k": [f"k{i % 7}" for i in range(500)]}
+    )
+    with _engine.quiet():
+        engine = ibis.pyspark.connect(spark)
+    before = {t.name for t in spark.catalog.listTables() if not t.isTemporary}
+    releases = []
+    for backend in (None, engine):
+        s = sdp.data.Session(frame, "who", sdp.PureDP(100.0), engine=backend, seed=4)
+        q = s.count_by("k", keys=[f"k{j}" for j in range(7)], privacy=sdp.PureDP(5.0))
+        releases.append(q.run(rng=2).to_pandas())
+    pd.testing.assert_frame_equal(releases[0], releases[1], check_dtype=False)
+    assert {t.name for t in spark.catalog.listTables() if not t.isTemporary} == before
+    assert any(t.name.startswith("sharpdp_") for t in spark.catalog.listTables())

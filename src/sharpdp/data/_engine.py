@@ -16,6 +16,7 @@ import gzip
 import importlib
 import itertools
 import os
+import secrets
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -523,10 +524,10 @@ def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Sourc
             backend = t.get_backend()
         except Exception:  # an unbound memtable: run it on embedded DuckDB
             backend = engine if engine is not None else embedded()
-            t = backend.create_table(f"sharpdp_{next(_COUNTER)}", t.execute(), temp=True)
+            t = _store(backend, _new_name(), t.execute())
         return Source(t, _supported(backend), str(backend.name))
     backend = engine if engine is not None else embedded()
-    name = f"sharpdp_{next(_COUNTER)}"
+    name = _new_name()
     if isinstance(table, str | os.PathLike):
         path = os.fspath(table)
         if not os.path.exists(path):
@@ -537,7 +538,7 @@ def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Sourc
                 f"table: the file {path!r} is empty (0 bytes: no header, no rows)"
             )
         if lower.endswith(".csv") or lower.endswith(".csv.gz"):
-            t = read_csv(backend, path, name, schema, temp=engine is None)
+            t = read_csv(backend, path, name, schema)
         elif lower.endswith(".parquet") or lower.endswith(".pq"):
             _no_schema(schema, "a Parquet file")
             t = _read_parquet(backend, path, name)
@@ -550,13 +551,13 @@ def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Sourc
         _check_frame_names(table)
         try:
             try:
-                t = backend.create_table(name, table, temp=engine is None)
+                t = _store(backend, name, table)
             except Exception as err:
                 if "null" not in str(err).lower():
                     raise
                 # a column with no value at all has no type (pandas None, pa.null()), which
                 # DuckDB cannot store: make it a text column of NULLs (what it holds), then retry
-                t = backend.create_table(name, _typed_nulls(table), temp=engine is None)
+                t = _store(backend, name, _typed_nulls(table))
         except Exception as err:  # a column type the engine cannot hold (periods, float16...)
             first = (str(err).strip().splitlines() or [""])[0][:200]
             raise InvalidParameter(
@@ -569,6 +570,23 @@ def _open(table: object, engine: Any, schema: Mapping[str, Any] | None) -> Sourc
         "table must be a CSV/Parquet path, a pandas/Polars DataFrame, a PyArrow table or an Ibis "
         f"table, got {type(table).__name__}"
     )
+
+
+def _new_name() -> str:
+    """A name for a table sharpdp loads, unique in this process and, with a random part, in an
+    engine that several processes share (a Spark session's temporary views)."""
+    return f"sharpdp_{next(_COUNTER)}_{secrets.token_hex(6)}"
+
+
+def _store(backend: Any, name: str, data: Any) -> Any:
+    """``data`` (a pandas/Polars/Arrow frame) as a table of ``backend`` that lives as long as the
+    connection and is never written to disk: a temporary table on DuckDB, a temporary view on
+    Spark. (Ibis's PySpark backend has no temporary tables: its ``create_table`` saved the
+    private rows as a permanent table in the Spark warehouse, which the next process's table of
+    the same name then collided with.)"""
+    if str(backend.name) == "pyspark":
+        return backend.create_view(name, ibis().memtable(data), overwrite=True)
+    return backend.create_table(name, data, temp=True)
 
 
 def _read_parquet(backend: Any, path: str, name: str) -> Any:
