@@ -208,6 +208,13 @@ def test_compose_names_the_flag_where_the_library_names_its_keyword(tmp_path: Pa
         ('[[item]]\nmechanism = "nope"\n', [], "'mechanism' must be one of"),
         ("[[item]\nmechanism=", [], "not TOML"),
         ("title = 1\n", [], "unknown key 'title'"),
+        # both lists: the [[items]] were dropped unread (50 runs left out of the composition)
+        (
+            '[[item]]\nmechanism = "laplace"\nscale = 1\n'
+            '[[items]]\nmechanism = "laplace"\nscale = 1\ncount = 50\n',
+            [],
+            "both 'item' and 'items'",
+        ),
         ("adaptive = true\n", [], "lists no items"),
         ('[[item]]\nmechanism = "pure"\nepsilon = 1\n', ["--delta", "2"], "delta"),
         ('[[item]]\nmechanism = "pure"\nepsilon = 1\n', ["--delta", "nan"], "NaN"),

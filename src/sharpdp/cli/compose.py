@@ -90,6 +90,10 @@ def load_plan(source: str) -> tuple[list[tuple[sdp.Guarantee, int]], bool | None
         if declared is not None and not isinstance(declared, bool):
             raise typer.BadParameter(f"PLAN: adaptive must be true or false, got {declared!r}")
         adaptive = declared
+        if "item" in data and "items" in data:  # one list would be composed, the other dropped
+            raise typer.BadParameter(
+                f"PLAN: {source} has both 'item' and 'items'; list every item under one of them"
+            )
         entries = data.get("item", data.get("items"))
     else:
         entries = data
