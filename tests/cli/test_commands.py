@@ -354,6 +354,26 @@ def test_capacity_under_pure_and_zcdp_budgets() -> None:
     assert got["count"] > 100 * got["classical"]["count"]  # type: ignore[index,operator]
 
 
+def test_capacity_of_items_with_delta() -> None:
+    """An approxzcdp: item (a documented spelling) made the classical row raise NotImplied, and so
+    did any δ > 0 item under a zCDP budget."""
+    got = run_json(["capacity", "approxzcdp:0.1,1e-7", "--budget", "approx:8,1e-6", "--json"])
+    want = sdp.max_compositions(sdp.ApproxZCDP(0.1, 1e-7), sdp.ApproxDP(8.0, 1e-6))
+    assert got["count"] == want > 0
+
+    def classical_fits(k: int) -> bool:  # BS16: (kρ, kδᵢ) add; Lemma 3.5 at δ − kδᵢ
+        left = 1e-6 - k * 1e-7
+        return left > 0 and k * 0.1 + 2 * math.sqrt(k * 0.1 * math.log(1 / left)) <= 8.0
+
+    classical = max(k for k in range(1, 11) if classical_fits(k))
+    assert got["classical"]["count"] == classical  # type: ignore[index]
+    assert classical <= want
+    for item in ("approxzcdp:0.1,1e-7", "approx:0.1,1e-7"):
+        got = run_json(["capacity", item, "--budget", "zcdp:1", "--json"])
+        assert got["count"] == 0
+        assert got["classical"]["count"] == 0  # type: ignore[index]
+
+
 def test_capacity_text_shows_the_comparison() -> None:
     result = runner.invoke(
         app,

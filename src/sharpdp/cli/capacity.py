@@ -153,13 +153,37 @@ def _zcdp_count(rho_i: Fraction, xi_i: Fraction, budget: sdp.ZCDP) -> int | None
     return min(bounds) if bounds else None
 
 
-def _item_rho(item: sdp.Guarantee) -> tuple[Fraction, Fraction]:
-    """(ρ, ξ) of one run as the accountant's zCDP rule reads it: exact where known."""
+def _item_rho(item: sdp.Guarantee) -> tuple[Fraction, Fraction] | None:
+    """(ρ, ξ) of one run as the accountant's zCDP rule reads it: exact where known; ``None`` for
+    an item with no zCDP guarantee (δ > 0, which ρ cannot pay)."""
     exact = item.exact_zcdp()
     if exact is not None:
         return exact
-    z = sdp.convert(item, sdp.ZCDP)
+    try:
+        z = sdp.convert(item, sdp.ZCDP)
+    except sdp.NotImplied:
+        return None
     return Fraction(z.rho), Fraction(z.xi)
+
+
+#: How a count of 0 under a zCDP budget is explained for an item with δ > 0.
+_NO_RHO = "no zCDP guarantee: its δ > 0 cannot be paid in ρ"
+
+
+def _approx_zcdp_count(g: sdp.ApproxZCDP, budget: sdp.ApproxDP) -> int | None:
+    """The largest k whose k runs of (ξ, ρ, δᵢ)-approximate zCDP fit ``budget`` classically: the
+    three add (Bun–Steinke 2016, Def 1.12 and Lemma 2.3) and (kξ, kρ) converts by BS16 Lemma
+    3.5 at the δ left, δ − kδᵢ (the sums exact, the closed form rounded up)."""
+    epsilon, delta = budget.epsilon_, Fraction(budget.delta_)
+
+    def fits(k: int) -> bool:
+        left = delta - k * Fraction(g.delta_)
+        if left <= 0:
+            return False
+        eps = _zcdp_to_epsilon(float_up(k * Fraction(g.rho)), float(left))
+        return _up(float_up(k * Fraction(g.xi)) + eps) <= epsilon
+
+    return _largest(fits)
 
 
 @dataclass(frozen=True)
@@ -173,7 +197,10 @@ class _Count:
 
 def _sharp(g: sdp.Guarantee, total: sdp.Guarantee, adaptive: bool) -> _Count:
     if isinstance(total, sdp.ZCDP):
-        rho_i, xi_i = _item_rho(g)
+        read = _item_rho(g)
+        if read is None:
+            return _Count(0, _NO_RHO)
+        rho_i, xi_i = read
         count = _zcdp_count(rho_i, xi_i, total)
         if count is None:
             raise sdp.InvalidParameter(f"ITEM: {g!r} costs nothing: any number of runs fits")
@@ -199,11 +226,14 @@ def _classical(
     g: sdp.Guarantee, reading: sdp.Guarantee | None, total: sdp.Guarantee
 ) -> tuple[_Count, _Count]:
     """The classical count (the reading, composed optimally) and the textbook count."""
+    count: int | None
     if isinstance(total, sdp.ZCDP):
-        if reading is None:
-            rho_i, xi_i = _item_rho(g)
+        read = _item_rho(g) if reading is None else None
+        if reading is None and read is None:
+            how, count = _NO_RHO, 0
+        elif read is not None:
             how = "zCDP additivity (Bun–Steinke 2016 Lemma 2.3)"
-            count = _zcdp_count(rho_i, xi_i, total)
+            count = _zcdp_count(read[0], read[1], total)
         elif isinstance(reading, sdp.PureDP):
             e0 = Fraction(reading.epsilon_)
             how = "ε-DP ⇒ ε²/2-zCDP (Bun–Steinke 2016 Prop 1.4), added up"
@@ -213,9 +243,15 @@ def _classical(
         return _Count(count, how), _Count(count, how)
     approx = _as_approx(total)
     if reading is None:
-        rho = float_up(_item_rho(g)[0])
-        how = "zCDP additivity + Bun–Steinke 2016 Lemma 3.5"
-        count = textbook_count(None, rho, approx)
+        read = _item_rho(g)
+        if read is None and isinstance(g, sdp.ApproxZCDP):
+            how = "approximate zCDP additivity (Bun–Steinke 2016 Def 1.12) + Lemma 3.5"
+            count = _approx_zcdp_count(g, approx)
+        elif read is None:  # pragma: no cover - every item without an ε-DP reading has ρ
+            how, count = "no classical reading", 0
+        else:
+            how = "zCDP additivity + Bun–Steinke 2016 Lemma 3.5"
+            count = textbook_count(None, float_up(read[0]), approx)
         return _Count(count, how), _Count(count, how)
     # the reading's float ε is rounded up (0.1 is above 1/10): with the item's exact rational ε,
     # basic composition's count ⌊ε/ε0⌋ is one the classical analyses also reach
