@@ -506,6 +506,28 @@ def test_convert_rounds_up_and_takes_negative_values(run_main: MainRun) -> None:
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # unknown options were taken as values: "zcdp takes 1 value(s): rho, got 3"
+        (["zcdp", "0.1", "--to", "approx", "--delat", "1e-6"], "no such option: --delat"),
+        (["pure", "1", "--bogus"], "no such option: --bogus"),
+        (["pure", "-1", "--debug"], "go before the command"),
+        # options the conversion does not use were ignored
+        (["pure", "1", "--to", "zcdp", "--alpha", "2"], "--alpha is only used with --to rdp"),
+        (["pure", "1", "--to", "zcdp", "--delta", "1e-5"], "--delta is only used with --to approx"),
+    ],
+)
+def test_convert_refuses_unknown_and_unused_options(
+    args: list[str], message: str, run_main: MainRun
+) -> None:
+    code, out, err = run_main(["convert", *args])
+    assert code == 2
+    assert out == ""
+    assert message in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_debug_shows_the_traceback(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

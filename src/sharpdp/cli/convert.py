@@ -67,7 +67,22 @@ TARGETS: dict[str, type[sdp.Guarantee]] = {
 }
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _source(kind: str, values: list[str]) -> sdp.Guarantee:
+    # unknown options reach the values (a value may start with "-": `convert pure -1`)
+    for v in values:
+        if v.startswith("-") and not _is_number(v.partition(",")[0]):
+            hint = " (sharpdp's own options, as --debug, go before the command)" * (
+                v in ("--debug", "--version")
+            )
+            raise typer.BadParameter(f"no such option: {v}{hint}")
     if ":" in kind and not values:  # the item spelling: `convert pure:1`
         return parse_item(kind, "SOURCE")
     if kind not in SOURCES:
@@ -92,7 +107,9 @@ def convert(
         list[str] | None, typer.Argument(help="its parameters, e.g. `pure 1.0`", show_default=False)
     ] = None,
     to: Annotated[str, typer.Option("--to", help=f"target: {', '.join(TARGETS)}")] = "zcdp",
-    delta: Annotated[float, typer.Option(help="δ for --to approx")] = 1e-6,
+    delta: Annotated[
+        float | None, typer.Option(help="δ for --to approx  [default: 1e-6]", show_default=False)
+    ] = None,
     alpha: Annotated[
         float | None,
         typer.Option(
@@ -113,7 +130,13 @@ def convert(
     if to not in TARGETS:
         raise typer.BadParameter(f"--to: unknown target {to!r}; choose from {', '.join(TARGETS)}")
     target = TARGETS[to]
-    options: dict[str, Any] = {"delta": delta} if target is sdp.ApproxDP else {}
+    if delta is not None and target is not sdp.ApproxDP:
+        raise typer.BadParameter(f"--delta is only used with --to approx, not --to {to}")
+    if alpha is not None and target is not sdp.RDP:
+        raise typer.BadParameter(f"--alpha is only used with --to rdp, not --to {to}")
+    options: dict[str, Any] = (
+        {"delta": 1e-6 if delta is None else delta} if target is sdp.ApproxDP else {}
+    )
     best = sdp.convert(g, target, **options)  # raises NotImplied (with the reason) if none applies
     orders: tuple[float, ...] = ()
     if target is sdp.RDP:
