@@ -585,6 +585,22 @@ def test_an_interrupt_exits_130_and_nothing_else_does(
     assert message in capsys.readouterr().err
 
 
+def test_an_interrupt_inside_a_command_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # typer catches a KeyboardInterrupt raised inside a command and returns 130: the command
+    # exited 130 with nothing printed
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sdp, "calibrate", interrupted)
+    monkeypatch.setattr(sys, "argv", ["sharpdp", "calibrate", "gaussian", "--target", "zcdp:1"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 130
+    assert capsys.readouterr().err.strip() == "error: interrupted"
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -692,3 +708,24 @@ def test_a_refused_request_exits_1(run_main: MainRun) -> None:
     code, _out, err = run_main(["convert", "approx", "1", "1e-6", "--to", "zcdp"])
     assert code == 1, err
     assert "implies no ZCDP" in err
+
+
+@pytest.mark.parametrize(
+    ("blocked", "code", "message"),
+    [
+        # the script is installed with the core package: without the cli extra it raised a
+        # ModuleNotFoundError traceback
+        ("typer", "from sharpdp.__main__ import main; main()", "needs the cli extra"),
+        ("pandas", "import sharpdp as sdp; sdp.data", "pip install 'sharpdp[data]'"),
+    ],
+)
+def test_a_missing_extra_is_named(blocked: str, code: str, message: str) -> None:
+    script = f"import sys; sys.modules[{blocked!r}] = None; {code}"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode != 0
+    assert message in done.stderr
+    if blocked == "typer":
+        assert done.returncode == 2
+        assert "Traceback" not in done.stderr

@@ -110,5 +110,7 @@ def main() -> None:
             ),
             1,
         )
+    if code == 130:  # typer's own answer to Ctrl-C (a KeyboardInterrupt it caught)
+        _fail("interrupted", 130)
     if isinstance(code, int) and code:
         sys.exit(code)

@@ -7,6 +7,18 @@
 """
 
 import importlib as _importlib
+from importlib import util as _importlib_util
+
+try:
+    # a clear message when the extra is missing (Ibis, slow to import, is only looked up)
+    _importlib.import_module("pandas")
+    if _importlib_util.find_spec("ibis") is None:
+        raise ModuleNotFoundError("No module named 'ibis'", name="ibis")
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "sharpdp.data needs pandas, pyarrow and Ibis with DuckDB: pip install 'sharpdp[data]' "
+        "(in a clone: '.[data]')"
+    ) from _err
 
 from sharpdp.data import datasets
 from sharpdp.data.answers import WorkloadQuery, WorkloadRelease
