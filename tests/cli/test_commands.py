@@ -257,6 +257,13 @@ def test_calibrate_gaussian_json_and_the_classical_rule() -> None:
     assert got["classical"]["valid"] is True  # type: ignore[index]
     assert got["classical"]["value"] == classical_gaussian_sigma(0.5, 1e-5)  # type: ignore[index]
     assert got["noise_ratio"] > 1.0  # type: ignore[operator]
+    # the ratio is printed to nearest: σ = Δ/√(2ρ) is the least noise for zCDP, and its ratio of
+    # 1 − 1e-12 to the searched σ read "the classical rule uses 0.999× the noise"
+    text = runner.invoke(app, ["calibrate", "gaussian", "--target", "zcdp:0.1"]).stdout
+    assert "× the noise" not in text
+    text = runner.invoke(app, ["calibrate", "gaussian", "--target", "approx:1,1e-6"]).stdout
+    ratio = classical["value"] / exact.sigma  # type: ignore[attr-defined,operator]
+    assert f"the classical rule uses {ratio:.3g}× the noise" in text
 
 
 def test_calibrate_rounds_noise_towards_more_noise() -> None:

@@ -245,5 +245,7 @@ def calibrate(
     if not classical.valid:
         line += f" [yellow]— not a valid guarantee here: {escape(classical.note)}[/yellow]"
     console.print(line, highlight=False)
-    if ratio is not None and lower(ratio, 3) != "1":
-        console.print(f"the classical rule uses {lower(ratio, 3)}× the noise", highlight=False)
+    # a ratio of two noise levels, not a bound: to nearest (rounded down, σ = Δ/√(2ρ) against
+    # the same σ found by the search, 1 − 1e-12, read "0.999×")
+    if ratio is not None and f"{ratio:.3g}" != "1":
+        console.print(f"the classical rule uses {ratio:.3g}× the noise", highlight=False)
