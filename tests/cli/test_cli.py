@@ -211,6 +211,14 @@ def test_query_explain_writes_nothing_and_prices_against_the_recorded_budget(
         (["count", "--unit", "who", "--max-groups", "2"], "--max-groups does not apply"),
         (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--max-groups", "2"], "--max"),
         ([*_SUM_PER_PERSON, "--max-rows", "5"], "--max-rows does not apply to sum --clamp person"),
+        # each row is a person: caps, person clamping and dropping units were ignored
+        (["sum", "spent", "--bounds", "0,9", "--row-level", "--max-rows", "5"], "--row-level"),
+        (["count-by", "shop", "--row-level", "--max-groups", "7"], "--max-groups does not"),
+        (["count", "--row-level", "--drop-null-units"], "--drop-null-units does not apply"),
+        (
+            ["sum", "spent", "--bounds", "0,9", "--row-level", "--clamp", "person"],
+            "--clamp person does not apply",
+        ),
         # the library's keyword arguments are named as this command's options
         (
             ["count-by", "shop", "--unit", "who", "--drop-null-units", "--max-rows", "0"],

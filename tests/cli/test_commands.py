@@ -294,6 +294,7 @@ def test_calibrate_rounds_noise_towards_more_noise() -> None:
         (["topk", "--target", "pure:1"], "--k"),
         (["topk", "--target", "pure:1", "--k", "0"], "k must be >= 1, got 0"),
         (["laplace", "--target", "pure:1", "--k", "3"], "--k applies to topk"),
+        (["gaussian", "--target", "zcdp:1", "--categories", "3"], "--categories applies to rr"),
         (["gaussian", "--target", "approx:1,1e-6", "--sensitivity", "-1"], "sensitivity"),
         (["discrete-laplace", "--target", "pure:1", "--sensitivity", "1.5"], "integer"),
         (["cauchy", "--target", "pure:1"], "cauchy"),

@@ -168,7 +168,10 @@ def calibrate(
     monotonic: Annotated[
         bool, typer.Option("--monotonic", help="selection: the scores are monotone (counts)")
     ] = False,
-    categories: Annotated[int, typer.Option(help="rr: the number of categories", min=2)] = 2,
+    categories: Annotated[
+        int | None,
+        typer.Option(help="rr: the number of categories  [default: 2]", min=2, show_default=False),
+    ] = None,
     digits: Digits = 6,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (full precision)")] = False,
 ) -> None:
@@ -189,7 +192,9 @@ def calibrate(
             raise typer.BadParameter(f"--monotonic applies to selection, not {mechanism.value}")
         fixed["monotonic"] = True
     if mechanism is Family.RR:
-        fixed["categories"] = categories
+        fixed["categories"] = 2 if categories is None else categories
+    elif categories is not None:
+        raise typer.BadParameter(f"--categories applies to rr, not {mechanism.value}")
     delta_sensitivity: float = sensitivity
     if mechanism in (Family.DISCRETE_GAUSSIAN, Family.DISCRETE_LAPLACE):
         if not float(sensitivity).is_integer():

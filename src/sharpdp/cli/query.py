@@ -349,6 +349,19 @@ def query(
         )
     if unit and row_level:
         raise typer.BadParameter("give --unit or --row-level, not both")
+    if row_level:  # each row is a person: one row, one key, nothing to cap or drop
+        unused = {
+            "--max-groups": max_groups is not None,
+            "--max-rows": max_rows is not None,
+            "--clamp person": clamp is Clamp.PERSON,
+            "--drop-null-units": drop_null_units,
+        }
+        for option, given_here in unused.items():
+            if given_here:
+                raise typer.BadParameter(
+                    f"{option} does not apply to --row-level (each row is a person, with one "
+                    "row and one key)"
+                )
     if not 0.0 < level < 1.0:  # checked before anything is spent (NaN fails too)
         raise typer.BadParameter(f"--level: the confidence level must be in (0, 1), got {level!r}")
     given = {"--keys": keys, "--by": by, "--bounds": bounds, "--q": q, "--k": k}
