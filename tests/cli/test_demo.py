@@ -53,6 +53,30 @@ def test_demo_prints_every_release_and_the_budget_statement(tmp_path: Path) -> N
     assert len(acct.history()) == 5
 
 
+def test_demo_scales_its_queries_to_the_budget(tmp_path: Path) -> None:
+    # the queries' shares were fixed for (1, 1e-6): any smaller budget ran two sections, then
+    # was refused (exit 1); now each share scales with the budget's ε and δ
+    ledger = tmp_path / "small.sqlite"
+    out = subprocess.run(
+        [*script(), "demo", "--ledger", str(ledger), "--budget", "approx:0.2,1e-7"],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": ""},
+        check=True,
+    )
+    assert "5. Routes" in out.stdout
+    acct = sdp.Accountant(None, ledger=str(ledger), analyst="demo")
+    assert acct.budget == sdp.ApproxDP(0.2, 1e-7)
+    shares = [item for entry in acct.history() for item in [entry.item]]
+    assert len(shares) == 5
+    assert acct.epsilon(1e-7) <= 0.2
+    # the flights-per-carrier count is PureDP(0.1) scaled by 0.2: a discrete Laplace of
+    # scale Δ/ε = 100/0.02 (100 rows per aircraft)
+    counts = [g for g in shares if isinstance(g, sdp.DiscreteLaplace) and g.sensitivity == 100]
+    assert len(counts) == 1
+    assert counts[0].scale == pytest.approx(5000.0, rel=1e-12)
+
+
 def test_classical_accounting_counts_each_top_k_round() -> None:
     """Thirty 0.03-DP rounds at δ = 1e-6, by the classical routes: basic 0.9; zCDP with ε²/2 per
     round, ρ = 0.0135, ε = ρ + 2√(ρ ln 10⁶) = 0.87723 (Bun–Steinke 2016, Lemma 3.5); advanced
