@@ -7,7 +7,7 @@
   ``examples/capacity.py``);
 * ``renyi.png``: the exact Rényi curve of 1-bounded range against the classical η²α/8 and 1-DP's
   (``sdp.plots.renyi``);
-* ``budget.png``: three analysts' spending over a simulated fortnight, from a ledger
+* ``budget.png``: three analysts' spending over a simulated week, from a ledger
   (``sdp.plots.budget``);
 * ``release.png``: flights per carrier in nycflights13 (at most 100 per aircraft), protecting
   each aircraft, with 95% intervals (``sdp.plots.release``).
@@ -70,7 +70,7 @@ class _Clock(datetime):
 
 def budget(out: Path) -> None:
     # The ledger stamps each record with datetime.now(); a simulated clock spreads the spends
-    # over a fortnight (this script only: nothing else of the ledger is touched).
+    # over a week (this script only: nothing else of the ledger is touched).
     with mock.patch.object(ledger_module, "datetime", _Clock), tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "team-budget.sqlite"
         ana = sdp.Accountant(sdp.ApproxDP(1.0, 1e-6), ledger=str(path), analyst="ana")
