@@ -271,6 +271,9 @@ def test_registered_user_type_round_trips() -> None:
         '{"type": "DiscreteGaussian", "params": {"sigma": {"fraction": "7/0"}}}',
         '{"type": "DiscreteGaussian", "params": {"sigma": {"fraction": 3}}}',
         '{"type": "DiscreteGaussian", "params": {"sigma": {"fraction": "1/2/3"}}}',
+        # a repeated key (no text dumps() writes) was read as its last value
+        '{"type": "PureDP", "params": {"epsilon": 5.0, "epsilon": 0.1}}',
+        '{"type": "Gaussian", "type": "PureDP", "params": {"epsilon": 1.0}}',
     ],
 )
 def test_bad_descriptions(text: str) -> None:

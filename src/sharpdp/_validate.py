@@ -119,3 +119,29 @@ def nonnegative_array(name: str, value: object) -> Any:
     if np.isnan(x).any() or (x < 0.0).any():
         raise InvalidParameter(f"{name} must be >= 0 (inf allowed), got {value!r}")
     return x + 0.0
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's ``object_pairs_hook`` that refuses a repeated key."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise InvalidParameter(f"JSON repeats the key {key!r}: write each key once")
+        out[key] = value
+    return out
+
+
+def json_unique(text: str | bytes, **options: Any) -> Any:
+    """``json.loads(text)``, refusing an object that repeats a key.
+
+    Python's ``json`` keeps a repeated key's *last* value without a word (RFC 8259 leaves it to
+    the reader), so ``{"count": 1000, "count": 1}`` would read as one run where the writer may have
+    meant a thousand: an under-reported privacy cost. TOML refuses repeated keys itself.
+
+    Raises:
+        InvalidParameter: a repeated key (named).
+        json.JSONDecodeError: the text is not JSON.
+    """
+    import json
+
+    return json.loads(text, object_pairs_hook=_unique_keys, **options)

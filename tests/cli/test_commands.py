@@ -239,6 +239,37 @@ def test_compose_bad_plans_are_one_line(
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        # Python's JSON reader keeps a repeated key's last value: 1000 runs read as 1, a list
+        # dropped, adaptive read as false
+        '[{"mechanism": "gaussian", "sigma": 1, "count": 1000, "count": 1}]',
+        '{"item": [{"mechanism": "gaussian", "sigma": 1, "count": 1000}], '
+        '"item": [{"mechanism": "gaussian", "sigma": 50}]}',
+        '{"adaptive": true, "adaptive": false, "item": [{"mechanism": "pure", "epsilon": 1}]}',
+    ],
+)
+def test_compose_refuses_a_repeated_json_key(tmp_path: Path, body: str, run_main: MainRun) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(body, encoding="utf-8")
+    code, out, err = run_main(["compose", str(path)])
+    assert code == 2
+    assert out == ""
+    assert "repeats the key" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_integer_parameters_are_read_exactly() -> None:
+    # read through a float, 2^53 + 1 became 2^53
+    from sharpdp.cli._common import parse_item
+
+    assert parse_item("topk:9007199254740993,0.1", "x").k == 2**53 + 1  # type: ignore[attr-defined]
+    dl = parse_item("discrete-laplace:2,9007199254740993", "x")
+    assert dl.sensitivity == 2**53 + 1  # type: ignore[attr-defined]
+    assert parse_item("topk:1e3,0.1", "x").k == 1000  # type: ignore[attr-defined]
+
+
 # -- calibrate ------------------------------------------------------------------------------------------
 
 

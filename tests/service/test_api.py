@@ -165,6 +165,25 @@ def test_every_query_kind_runs(server: Server, body: dict[str, Any]) -> None:
     assert isinstance(r.json()["rows"], list)
 
 
+def test_admin_bodies_are_read_as_written(server: Server) -> None:
+    # an empty budget or period was taken for an absent one (the configured policy), and a
+    # repeated key for its last value
+    for body in ({"name": "eve", "budget": ""}, {"name": "eve", "period": ""}):
+        r = httpx.post(f"{server.url}/admin/analysts", json=body, headers=admin(), timeout=30)
+        assert r.status_code == 422, r.text
+    text = '{"name": "eve", "budget": "pure:0.5", "budget": "pure:50"}'
+    r = httpx.post(
+        f"{server.url}/admin/analysts",
+        content=text,
+        headers={**admin(), "Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert r.status_code == 422, r.text
+    assert "repeats the key 'budget'" in r.json()["error"]
+    listed = httpx.get(f"{server.url}/admin/analysts", headers=admin(), timeout=30).json()
+    assert "eve" not in str(listed)
+
+
 def test_over_budget_is_refused_and_nothing_is_spent(server: Server) -> None:
     token = new_analyst(server.url, "spender", "pure:0.25")
     h = bearer(token)

@@ -109,12 +109,37 @@ def test_non_adaptive_uses_ddr20(server: Server) -> None:
         ({"items": [{"item": "gaussian:5"}], "budget": "zcdp:1", "next": "laplace:1"}, "zcdp"),
         ({"items": [{"item": "gaussian:5"}], "budget": "pure:1", "next": "lap:1"}, "next"),
         ({"items": [{"item": "gaussian:5"}], "extra": 1}, "extra"),
+        # an infinite budget (a typo: 1e999) answered "1,000,000 more fit"
+        (
+            {"items": [{"item": "gaussian:5"}], "budget": "pure:1e999", "next": "pure:1"},
+            "finite",
+        ),
     ],
 )
 def test_bad_requests_get_422(server: Server, body: dict[str, Any], says: str) -> None:
     r = httpx.post(f"{server.url}/calculator/compose", json=body, timeout=30)
     assert r.status_code == 422, r.text
     assert says in r.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # FastAPI's JSON reader kept a repeated key's last value: one run, where 1000 were asked
+        '{"items": [{"item": "gaussian:1", "count": 1000, "count": 1}]}',
+        '{"items": [{"item": "gaussian:1", "count": 1000}], "items": [{"item": "gaussian:50"}]}',
+        '{"items": [{"item": "gaussian:1"}], "delta": 1e-6, "delta": 0.5}',
+    ],
+)
+def test_a_repeated_key_is_refused(server: Server, text: str) -> None:
+    r = httpx.post(
+        f"{server.url}/calculator/compose",
+        content=text,
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert r.status_code == 422, r.text
+    assert "repeats the key" in r.json()["error"]
 
 
 def test_oversize_requests_get_422(server: Server) -> None:

@@ -37,6 +37,7 @@ import threading
 from fractions import Fraction
 from typing import Any, TypeVar
 
+from sharpdp._validate import json_unique
 from sharpdp.errors import InvalidParameter, SharpDPError
 from sharpdp.guarantees import Guarantee
 
@@ -166,7 +167,8 @@ def loads(text: str) -> Guarantee:
         InvalidParameter: not JSON, or not a valid description.
     """
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        # a repeated key is no text dumps() writes: refused rather than read as its last value
+        obj = json_unique(text, parse_constant=_reject_constant)
     except (TypeError, ValueError) as err:
         raise InvalidParameter(
             f"description is not valid JSON: {err} (text {text!r:.200})"

@@ -176,7 +176,10 @@ def parse_number(text: str, name: str, integer: bool, where: str) -> float | int
     if integer:
         if not value.is_integer():
             raise typer.BadParameter(f"{where}: {name} must be an integer, got {text!r}")
-        return int(value)
+        # exactly as written when it is written as an integer (float() rounds beyond 2^53:
+        # k = 9007199254740993 read as ...992); "1e3" and "10.0" through the float
+        digits = text.strip()
+        return int(digits) if digits.lstrip("+-").isdigit() else int(value)
     return value
 
 

@@ -37,7 +37,9 @@ from rich.table import Table
 
 import sharpdp as sdp
 from sharpdp._format import upper
+from sharpdp._validate import json_unique
 from sharpdp.cli._common import Digits, app, console, emit_json, item_from_mapping, working
+from sharpdp.errors import InvalidParameter
 
 __all__ = ["compose", "load_plan"]
 
@@ -58,9 +60,11 @@ def _parse_text(text: str, source: str) -> Any:
     problems = []
     for kind in order:
         try:
-            return json.loads(text) if kind == "json" else tomllib.loads(text)
+            return json_unique(text) if kind == "json" else tomllib.loads(text)
         except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
             problems.append(f"not {kind.upper()} ({err})")
+        except InvalidParameter as err:  # a repeated key: one of the values would be dropped
+            raise typer.BadParameter(f"PLAN: {source}: {err}") from None
     raise typer.BadParameter(f"PLAN: {source} is " + "; ".join(problems))
 
 

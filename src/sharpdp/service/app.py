@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import sharpdp as sdp
+from sharpdp._validate import json_unique
 from sharpdp._version import __version__
 from sharpdp.accounting.accountant import describe_left, item_text
 from sharpdp.accounting.ledger import (
@@ -112,10 +113,10 @@ class Guard:
                 try:
                     declared = int(value)
                 except ValueError:
-                    await _too_large(send, "invalid Content-Length", 400)
+                    await _refuse_early(send, "invalid Content-Length", 400)
                     return
                 if declared > self.limit:
-                    await _too_large(send, f"request body over {self.limit} bytes", 413)
+                    await _refuse_early(send, f"request body over {self.limit} bytes", 413)
                     return
         chunks: list[bytes] = []
         size = 0
@@ -127,11 +128,19 @@ class Guard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.limit:
-                await _too_large(send, f"request body over {self.limit} bytes", 413)
+                await _refuse_early(send, f"request body over {self.limit} bytes", 413)
                 return
             chunks.append(chunk)
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
+        if body:  # a repeated key: FastAPI's JSON reader would keep its last value unsaid
+            try:
+                json_unique(body)
+            except sdp.InvalidParameter as err:
+                await _refuse_early(send, f"request body: {err}", 422)
+                return
+            except ValueError:  # not JSON (or not UTF-8): the routes answer it as such
+                pass
         sent = False
         started = False
         start = time.perf_counter()
@@ -168,7 +177,9 @@ class Guard:
             await _error(500, f"internal error ({type(exc).__name__})")(scope, replay, send)
 
 
-async def _too_large(send: Send, message: str, status: int) -> None:
+async def _refuse_early(send: Send, message: str, status: int) -> None:
+    """Answer a request the middleware refuses before the app sees it (too large, a bad
+    Content-Length, a repeated JSON key)."""
     # (compact, UTF-8: the same bytes as the app's JSONResponse bodies)
     payload = json.dumps({"error": message}, ensure_ascii=False, separators=(",", ":")).encode()
     await send(
@@ -190,8 +201,9 @@ class NewAnalyst(Body):
     """``POST /admin/analysts``."""
 
     name: str = Field(min_length=1, max_length=64, examples=["ana"])
-    budget: str | None = Field(None, max_length=128, examples=["approx:1,1e-6"])
-    period: str | None = Field(None, max_length=16, examples=["month"])
+    # (absent: the configured policy; an empty string was read as absent)
+    budget: str | None = Field(None, min_length=1, max_length=128, examples=["approx:1,1e-6"])
+    period: str | None = Field(None, min_length=1, max_length=16, examples=["month"])
     ttl_seconds: float | None = Field(None, gt=0, description="token lifetime (default: none)")
 
 
@@ -430,8 +442,8 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
     @app.post("/admin/analysts", status_code=201, tags=["admin"])
     def create_analyst(body: NewAnalyst, _: Admin) -> Token:
         """Create an analyst with a budget policy (default: the config's); returns its token."""
-        budget = body.budget or config.budget
-        period = check_period(body.period or config.period, "period")
+        budget = config.budget if body.budget is None else body.budget
+        period = check_period(config.period if body.period is None else body.period, "period")
         spelling.budget(budget, "budget")
         token = service.auth.create_analyst(body.name, budget, period, body.ttl_seconds)
         return Token(name=body.name, token=token)

@@ -34,7 +34,7 @@ from pydantic import Field
 
 import sharpdp as sdp
 from sharpdp._format import upper
-from sharpdp.cli._common import item_kinds, parse_guarantee, parse_item
+from sharpdp.cli._common import item_kinds, parse_budget, parse_item
 from sharpdp.errors import InvalidParameter, NotImplied, NumericalError
 from sharpdp.service._body import Body
 from sharpdp.service.errors import ServiceError
@@ -109,7 +109,7 @@ def _item(text: str, where: str) -> sdp.Guarantee:
 
 def _budget(text: str) -> sdp.ApproxDP:
     try:
-        g = parse_guarantee(text, "budget", ("pure", "approx"))
+        g = parse_budget(text, "budget", ("pure", "approx"))  # finite: pure:1e999 is a typo
     except typer.BadParameter as err:
         raise InvalidParameter(str(err.message)) from None
     if isinstance(g, sdp.PureDP):
