@@ -1700,6 +1700,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run one scenario family (full sizes unless --quick)",
     )
     args = parser.parse_args(argv)
+    import importlib.util
+
+    if importlib.util.find_spec("dp_accounting") is None:  # (the reference brackets need it)
+        raise SystemExit(
+            "accounting: dp_accounting is not installed; the reference brackets and the peers "
+            "come from it: pip install -e '.[bench]'"
+        )
     start = time.perf_counter()
     print(f"accounting benchmark, δ = {DELTA:g}; {'quick' if args.quick else 'full'} run")
     print(f"versions: {versions()}; python {sys.version.split()[0]}")
