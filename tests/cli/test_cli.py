@@ -211,6 +211,9 @@ def test_query_explain_writes_nothing_and_prices_against_the_recorded_budget(
         (["count", "--unit", "who", "--max-groups", "2"], "--max-groups does not apply"),
         (["quantile", "spent", "--bounds", "0,9", "--unit", "who", "--max-groups", "2"], "--max"),
         ([*_SUM_PER_PERSON, "--max-rows", "5"], "--max-rows does not apply to sum --clamp person"),
+        # float() took "1_0" as 10 and other scripts' digits as numbers
+        (["sum", "spent", "--bounds", "0,1_0", "--unit", "who"], "comma-separated numbers"),
+        (["sum", "spent", "--bounds", "0,\u0661\u0660", "--unit", "who"], "comma-separated"),
         # each row is a person: caps, person clamping and dropping units were ignored
         (["sum", "spent", "--bounds", "0,9", "--row-level", "--max-rows", "5"], "--row-level"),
         (["count-by", "shop", "--row-level", "--max-groups", "7"], "--max-groups does not"),

@@ -88,6 +88,25 @@ def test_serve_refuses_a_bad_config_in_one_line(tmp_path: Path) -> None:
     assert "approx takes" in run.stderr
 
 
+def test_serve_on_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    # uvicorn logged the failure over several lines and exited 3 (after the admin token line)
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = subprocess.run(
+            [sys.executable, "-c", SERVE, "serve", "--example", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+    assert run.returncode == 1
+    assert run.stderr.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
 def test_serve_example_serves_the_flights(tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "serve.log"

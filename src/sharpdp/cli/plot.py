@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import sharpdp as sdp
-from sharpdp.cli._common import app, console, parse_budget, parse_item
+from sharpdp.cli._common import app, console, err_console, parse_budget, parse_item
 from sharpdp.cli.compose import load_plan
 
 if TYPE_CHECKING:
@@ -84,19 +84,21 @@ def _numbers(text: str, option: str) -> list[float]:
 
 @contextmanager
 def _reported() -> Iterator[None]:
-    """A missing ``plot`` extra as one line (exit 1); the library's errors go to the command
-    line's handler, as every command's do (exit 2 for invalid input, 1 for a refusal)."""
+    """A missing ``plot`` extra as one line on standard error (exit 2, as the script without
+    the ``cli`` extra and ``serve`` without the ``service`` one); the library's errors go to the
+    command line's handler, as every command's do (exit 2 for invalid input, 1 for a refusal)."""
     try:
         yield
     except ImportError as err:
         if not _missing_matplotlib(err):
             raise
-        console.print(
-            "[red]error:[/red] plots need matplotlib: pip install 'sharpdp\\[plot]'",
+        err_console.print(
+            "[red]error:[/red] plots need matplotlib: pip install 'sharpdp\\[plot]' (in a "
+            "clone: '.\\[plot]')",
             highlight=False,
             soft_wrap=True,
         )
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
 
 
 def _missing_matplotlib(err: BaseException | None) -> bool:

@@ -36,6 +36,7 @@ from rich.table import Table
 import sharpdp as sdp
 from sharpdp._format import upper
 from sharpdp.cli._common import (
+    _NUMBER,
     Digits,
     app,
     console,
@@ -75,11 +76,12 @@ class Clamp(StrEnum):
 
 
 def _floats(text: str, option: str, n: int) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        raise typer.BadParameter(f"{option}: {text!r} is not {n} comma-separated numbers") from None
-    if len(values) != n or any(math.isnan(v) for v in values):
+    # ASCII numbers only (float() also takes "1_0" and other scripts' digits: a typo as a value)
+    parts = text.split(",")
+    if len(parts) != n or not all(_NUMBER.fullmatch(v.strip()) for v in parts):
+        raise typer.BadParameter(f"{option}: {text!r} is not {n} comma-separated numbers")
+    values = tuple(float(v) for v in parts)
+    if any(math.isnan(v) for v in values):
         raise typer.BadParameter(f"{option}: {text!r} is not {n} comma-separated numbers")
     return values
 

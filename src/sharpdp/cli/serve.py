@@ -22,7 +22,7 @@ from typing import Annotated
 import typer
 
 from sharpdp.cli._common import app, err_console
-from sharpdp.errors import InvalidParameter
+from sharpdp.errors import InvalidParameter, SharpDPError
 
 __all__ = ["serve"]
 
@@ -68,6 +68,7 @@ def serve(
         os.environ[service_app.CONFIG_ENV] = str(config.resolve())
     else:
         os.environ[service_app.CONFIG_ENV] = f"example:{Path.cwd()}"
+    _check_listen(host, port)
     if not os.environ.get(service_app.ADMIN_TOKEN_ENV):
         token = secrets.token_urlsafe(32)
         os.environ[service_app.ADMIN_TOKEN_ENV] = token
@@ -93,3 +94,22 @@ def serve(
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     Multiprocess(settings, sockets=[sock]).run()
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Refuse, in one line, an address the server cannot listen on (a port in use, a host that
+    is not this machine's): uvicorn logged it over several lines and exited 3. Port 0 (any
+    free port) is left to uvicorn."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as err:
+        raise SharpDPError(f"cannot listen on {host}:{port}: {err}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as err:
+            raise SharpDPError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
