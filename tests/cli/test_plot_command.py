@@ -221,8 +221,10 @@ def test_without_matplotlib_the_hint_names_the_extra(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     text = out.stdout + out.stderr
-    assert out.returncode == 1, text
-    assert "pip install 'sharpdp[plot]'" in text
+    # exit 2 on standard error, as every missing extra (it was 1, on standard output)
+    assert out.returncode == 2, text
+    assert out.stdout == ""
+    assert "pip install 'sharpdp[plot]' (in a clone: '.[plot]')" in out.stderr
     assert "Traceback" not in text
     assert not (tmp_path / "c.png").exists()
 
