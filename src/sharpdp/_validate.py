@@ -139,9 +139,12 @@ def json_unique(text: str | bytes, **options: Any) -> Any:
     meant a thousand: an under-reported privacy cost. TOML refuses repeated keys itself.
 
     Raises:
-        InvalidParameter: a repeated key (named).
+        InvalidParameter: a repeated key (named), or nesting too deep to read.
         json.JSONDecodeError: the text is not JSON.
     """
     import json
 
-    return json.loads(text, object_pairs_hook=_unique_keys, **options)
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, **options)
+    except RecursionError:  # (nesting beyond the interpreter's recursion limit)
+        raise InvalidParameter("JSON nested too deeply") from None

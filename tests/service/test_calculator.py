@@ -142,6 +142,20 @@ def test_a_repeated_key_is_refused(server: Server, text: str) -> None:
     assert "repeats the key" in r.json()["error"]
 
 
+def test_deeply_nested_json_is_a_422(server: Server) -> None:
+    # the repeated-key check recursed past Python's limit: a 500 in plain text, with no token
+    text = '{"a":' + "[" * 3000 + "]" * 3000 + "}"
+    for path in ("/calculator/compose", "/admin/analysts"):
+        r = httpx.post(
+            f"{server.url}{path}",
+            content=text,
+            headers={"Content-Type": "application/json"},
+            timeout=30,
+        )
+        assert r.status_code == 422, r.text
+        assert "nested too deeply" in r.json()["error"]
+
+
 def test_oversize_requests_get_422(server: Server) -> None:
     too_many = [{"item": f"gaussian:{i + 1}", "count": 1} for i in range(calculator.MAX_ITEMS + 1)]
     r = compose(server, items=too_many)
