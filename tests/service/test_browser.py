@@ -310,3 +310,42 @@ def test_page_rounds_bounds_as_the_library(page: Any, server: Server) -> None:
             [values, digits],
         )
         assert got == [[upper(x, digits), lower(x, digits)] for x in values]
+
+
+def test_sign_out_forgets_the_analysts_page_and_keys_follow_their_column(
+    page: Any, server: Server
+) -> None:
+    """After sign-out the next analyst on the tab saw the last release and found the token in
+    its field; digits were sent as numbers whatever the column (007 → 7, refused for a text
+    column); a value left in a hidden field (q = 1.5) blocked Run without a word."""
+    first = new_analyst(server.url, "dee", "approx:1,1e-6")
+    second = new_analyst(server.url, "eli", "approx:1,1e-6")
+    page.goto(f"{server.url}/")
+    page.fill("#token", first)
+    page.click("#sign-in")
+    page.wait_for_selector("#workspace", state="visible")
+    page.select_option("#dataset", "people")
+    page.select_option("#query", "quantile")
+    page.fill("#q", "1.5")  # out of range, then hidden by the next choice
+    page.select_option("#query", "count_by")
+    page.select_option("#column", "dept")
+    page.fill("#keys", "a, 007")  # a text column: "007" is text
+    page.fill("#privacy", "pure:0.1")
+    page.fill("#level", "0.999")  # any level in (0, 1) (the field stopped at 0.99 steps)
+    page.click("#run")
+    page.wait_for_selector("#release-panel", state="visible")
+    release_id = page.text_content("#release-id")
+    rows = httpx.get(f"{server.url}/releases/{release_id}", headers=bearer(first)).json()["rows"]
+    assert [row["dept"] for row in rows] == ["a", "007"]
+
+    page.click("#sign-out")
+    page.wait_for_selector("#signin-panel", state="visible")
+    assert page.input_value("#token") == ""
+    assert page.is_hidden("#release-panel")
+    assert page.locator("#release-rows tbody tr").count() == 0
+    page.fill("#token", second)
+    page.click("#sign-in")
+    page.wait_for_selector("#workspace", state="visible")
+    assert page.text_content("#who") == "eli"
+    assert page.is_hidden("#release-panel")
+    assert release_id not in page.content()

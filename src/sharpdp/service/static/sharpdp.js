@@ -177,21 +177,38 @@ function analystPage() {
     return { name, column: true, keys: false, groups: true, rows: true, ...KINDS[name] };
   }
 
+  // A hidden field is also disabled: the browser's own checks skip it, so a value left in a
+  // field the query does not take (q = 1.5, then count) cannot block Run without a word.
+  function showFields(selector, shown) {
+    for (const node of document.querySelectorAll(selector)) {
+      node.hidden = !shown;
+      for (const field of node.querySelectorAll("input, select")) field.disabled = !shown;
+    }
+  }
+
   function showKind() {
     const kind = kindOf();
-    for (const node of document.querySelectorAll(".for-keys")) node.hidden = !kind.keys;
+    showFields(".for-keys", kind.keys);
     if (kind.keys) $("keys-label").textContent = kind.keys;
-    for (const node of document.querySelectorAll(".for-bounds")) node.hidden = !kind.bounds;
-    for (const node of document.querySelectorAll(".for-q")) node.hidden = !kind.q;
-    for (const node of document.querySelectorAll(".for-k")) node.hidden = !kind.k;
+    showFields(".for-bounds", kind.bounds);
+    showFields(".for-q", kind.q);
+    showFields(".for-k", kind.k);
     $("column").disabled = !kind.column;
     $("max-groups").disabled = !kind.groups;
     $("max-rows").disabled = !kind.rows;
   }
 
+  // A key is typed by its column (from /datasets): digits stay text in a text column ("007"),
+  // and become a number only in a numeric one.
+  function columnType() {
+    const d = datasets.find((x) => x.name === $("dataset").value);
+    return String(((d && d.columns) || {})[$("column").value] || "");
+  }
+
   function parseKey(text) {
     const t = text.trim();
-    return /^-?\d+$/.test(t) ? Number(t) : t;
+    const numeric = /^!?(u?int|float|decimal)/.test(columnType());
+    return numeric && /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(t) ? Number(t) : t;
   }
 
   function body() {
@@ -367,9 +384,23 @@ function analystPage() {
     ev.preventDefault();
     signIn($("token").value.trim());
   });
+  // Signing out forgets everything of the analyst's: the token (also in its field), the
+  // release shown, the budget and any message (the next analyst on this tab saw them).
   $("sign-out").addEventListener("click", () => {
     sessionStorage.removeItem("sharpdp-token");
     token = null;
+    $("token").value = "";
+    $("release-panel").hidden = true;
+    clear($("release-rows").querySelector("thead"));
+    clear($("release-rows").querySelector("tbody"));
+    clear($("release-chart"));
+    for (const id of ["release-id", "release-description", "release-noise", "who"]) {
+      $(id).textContent = "";
+    }
+    const hint = $("signin-panel").querySelector(".hint");
+    hint.textContent = "";
+    hint.className = "hint";
+    say("");
     $("workspace").hidden = true;
     $("signin-panel").hidden = false;
   });
