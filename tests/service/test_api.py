@@ -105,6 +105,10 @@ def test_query_explain_budget_release_round_trip(server: Server) -> None:
     assert spend["theorem"]
     assert spend["cost"] > 0
     assert budget["spent"] + budget["remaining"] <= 1.0
+    # each spend's reading says its own unit (an admin may change the budget's measure since)
+    assert (spend["measure"], spend["at_delta"]) == ("epsilon", 1e-6)
+    assert spend["checked_against"] == budget["budget"]
+    assert spend["spent_after"] >= spend["cost"]
 
     again = httpx.get(f"{server.url}/releases/{out['id']}", headers=h).json()
     assert again["rows"] == out["rows"]

@@ -592,7 +592,12 @@ def create_app(config: ServiceConfig, admin_token: str | None = None) -> FastAPI
                     "cost": cost.value,
                     "analysis": cost.analysis,
                     "theorem": cost.theorem,
+                    # the reading that admitted the spend, in the budget of its time (which
+                    # the admin may have changed since: ε at δ, or ρ), as the CLI's budget shows
                     "spent_after": e.spent_after,
+                    "measure": e.measure,
+                    "at_delta": e.at_delta,
+                    "checked_against": repr(e.budget),
                     "release": releases.get(e.id),
                 }
             )
