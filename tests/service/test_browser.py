@@ -349,3 +349,26 @@ def test_sign_out_forgets_the_analysts_page_and_keys_follow_their_column(
     assert page.text_content("#who") == "eli"
     assert page.is_hidden("#release-panel")
     assert release_id not in page.content()
+
+
+def test_calculator_reads_its_form_as_typed(page: Any, server: Server) -> None:
+    """An empty δ was sent as δ = 0 (ε = inf with no word); "how many more" without a budget
+    was dropped silently; after an error the last result stayed under the new form."""
+    page.goto(f"{server.url}/calculator")
+    page.wait_for_selector("#spellings:not(:empty)")
+    page.click("#add")
+    page.locator("#items tbody tr").last.locator(".item").fill("gaussian:5")
+    page.fill("#delta", "")
+    page.fill("#next", "")
+    page.click("#compute")
+    page.wait_for_selector("#result", state="visible")
+    assert page.text_content("#at-delta") == "0.000001"
+    assert page.text_content("#epsilon") == upper(sdp.Gaussian(5.0).epsilon(1e-6))
+
+    page.fill("#budget", "")
+    page.fill("#next", "gaussian:20")
+    page.click("#compute")
+    page.wait_for_selector("#message.error")
+    assert "budget" in page.text_content("#message")
+    assert page.is_hidden("#result")
+    page.errors.clear()  # the refused request's console line

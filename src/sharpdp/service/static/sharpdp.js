@@ -464,12 +464,18 @@ function calculatorPage() {
         count: Number(tr.querySelector(".count").value),
       }))
       .filter((x) => x.item !== "");
-    const out = { items, delta: Number($("delta").value), adaptive: $("adaptive").checked };
+    // δ as typed: an empty field is the API's default (1e-6), not Number("") = 0, and text that
+    // is no number goes as text, for the API to refuse by name
+    const deltaText = $("delta").value.trim();
+    const out = { items, adaptive: $("adaptive").checked };
+    if (deltaText !== "") out.delta = Number.isFinite(Number(deltaText)) ? Number(deltaText) : deltaText;
+    // "how many more" is asked by naming a mechanism; without a budget it goes as asked, and
+    // the API says what is missing (it was dropped without a word)
     const budget = $("budget").value.trim();
     const next = $("next").value.trim();
-    if (budget && next) {
-      out.budget = budget;
+    if (next) {
       out.next = next;
+      if (budget) out.budget = budget;
     }
     return out;
   }
@@ -559,6 +565,7 @@ function calculatorPage() {
       show(await api("POST", "/calculator/compose", body()));
       say("");
     } catch (err) {
+      $("result").hidden = true; // the last result is not this form's: never left under it
       say(err.message, true);
     } finally {
       $("compute").disabled = false;
