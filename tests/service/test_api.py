@@ -426,8 +426,10 @@ def test_hostile_input_gets_a_4xx_and_spends_nothing(server: Server) -> None:
     statuses = {name: r.status_code for name, r in cases}
     assert statuses["oversized body"] == statuses["oversized chunked body"] == 413
     # every error body is the same compact JSON (the 413, written before the app, had spaces)
-    for _, r in cases:
+    for name, r in cases:
         assert r.content == json.dumps(r.json(), ensure_ascii=False, separators=(",", ":")).encode()
+        # every response is timed, the ones refused before the app too (the 413s were not)
+        assert r.headers["server-timing"].startswith("app;dur="), name
     assert statuses["unknown data set"] == 404
     assert statuses["forged token"] == statuses["expired token"] == statuses["no token"] == 401
     assert "expired" in dict(cases)["expired token"].json()["error"]

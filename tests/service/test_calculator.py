@@ -140,6 +140,7 @@ def test_a_repeated_key_is_refused(server: Server, text: str) -> None:
     )
     assert r.status_code == 422, r.text
     assert "repeats the key" in r.json()["error"]
+    assert r.headers["server-timing"].startswith("app;dur=")  # as every response
 
 
 def test_deeply_nested_json_is_a_422(server: Server) -> None:
