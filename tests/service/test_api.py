@@ -169,6 +169,14 @@ def test_every_query_kind_runs(server: Server, body: dict[str, Any]) -> None:
     assert isinstance(r.json()["rows"], list)
 
 
+def test_the_admin_token_on_an_analyst_route_is_a_403(server: Server) -> None:
+    # it was a 401 "malformed bearer token", the reverse case a clear 403
+    for method, path in (("GET", "/budget"), ("POST", "/queries")):
+        r = httpx.request(method, f"{server.url}{path}", json=count_by(), headers=admin())
+        assert r.status_code == 403, r.text
+        assert "needs an analyst's token" in r.json()["error"]
+
+
 def test_admin_bodies_are_read_as_written(server: Server) -> None:
     # an empty budget or period was taken for an absent one (the configured policy), and a
     # repeated key for its last value
