@@ -1081,29 +1081,36 @@ def ceiling(queries: list[DemoQuery]) -> float:
     mean's sum (a Laplace at ε/2) composed as exact dp_accounting PLDs with the *optimistic*
     discretisation. Every simplification errs towards a larger t, so no accountant can give these
     mechanisms a larger scale."""
-    from dp_accounting.pld import privacy_loss_distribution as pldlib
 
     def eps_at(t: float) -> float:
-        composed = None
-        for q in queries:
-            if q.kind not in ("count", "mean", "partition"):
-                continue
-            share = t * q.epsilon / (2.0 if q.kind == "mean" else 1.0)
-            b = q.l1 / share
-            pld = pldlib.from_discrete_laplace_mechanism(
-                1.0 / b, sensitivity=q.m, pessimistic_estimate=False
-            ).self_compose(q.copies)
-            if q.kind == "mean":
-                pld = pld.compose(
-                    pldlib.from_laplace_mechanism(
-                        1.0 / share, pessimistic_estimate=False, use_connect_dots=False
-                    )
-                )
-            composed = pld if composed is None else composed.compose(pld)
-        assert composed is not None
-        return float(composed.get_epsilon_for_delta(BUDGET.delta_))
+        return float(count_noise_pld(queries, t).get_epsilon_for_delta(BUDGET.delta_))
 
     return largest(lambda x: eps_at(x) <= BUDGET.epsilon_, 1.0)
+
+
+def count_noise_pld(queries: list[DemoQuery], t: float) -> Any:
+    """The optimistic dp_accounting PLD of the count queries' own noise at scale t: each count
+    query's discrete Laplace (the demo's pure-ε share, copies runs of sensitivity m, as sharpdp
+    calibrates it) and the mean's sum (a Laplace at ε/2), composed."""
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
+
+    composed = None
+    for q in queries:
+        if q.kind not in ("count", "mean", "partition"):
+            continue
+        share = t * q.epsilon / (2.0 if q.kind == "mean" else 1.0)
+        pld = pldlib.from_discrete_laplace_mechanism(
+            share / q.l1, sensitivity=q.m, pessimistic_estimate=False
+        ).self_compose(q.copies)
+        if q.kind == "mean":
+            pld = pld.compose(
+                pldlib.from_laplace_mechanism(
+                    1.0 / share, pessimistic_estimate=False, use_connect_dots=False
+                )
+            )
+        composed = pld if composed is None else composed.compose(pld)
+    assert composed is not None
+    return composed
 
 
 def br_pair_pld(eta: float, split: float) -> Any:
@@ -1139,27 +1146,11 @@ def scaled_alike_bound(
     ignored. So any accounting that treats the selections' rounds as η-BR (as the issue asks:
     "accounted as bounded range") composes these queries at t to at least this ε: none can give
     every query a larger scale than the returned t."""
-    from dp_accounting.pld import privacy_loss_distribution as pldlib
 
     def eps_at(t: float) -> float:
         _, explained, _ = sharpdp_charges(session, queries, t, None)
         eta = held_etas(queries, explained)
-        counts = None
-        for q in queries:
-            if q.kind not in ("count", "mean", "partition"):
-                continue
-            share = t * q.epsilon / (2.0 if q.kind == "mean" else 1.0)
-            pld = pldlib.from_discrete_laplace_mechanism(
-                share / q.l1, sensitivity=q.m, pessimistic_estimate=False
-            ).self_compose(q.copies)
-            if q.kind == "mean":
-                pld = pld.compose(
-                    pldlib.from_laplace_mechanism(
-                        1.0 / share, pessimistic_estimate=False, use_connect_dots=False
-                    )
-                )
-            counts = pld if counts is None else counts.compose(pld)
-        assert counts is not None
+        counts = count_noise_pld(queries, t)
         worst = 0.0
         for split in BR_SPLITS:
             composed = counts

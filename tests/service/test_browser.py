@@ -81,14 +81,19 @@ def shown_number(text: str) -> float:
     return math.inf if text == "inf" else float(text)
 
 
-def test_analyst_signs_in_runs_a_query_and_sees_the_apis_numbers(
-    page: Any, server: Server, shots: Path
-) -> None:
-    token = new_analyst(server.url, "bea", "approx:1,1e-6")
+def sign_in(page: Any, server: Server, token: str) -> None:
+    """Open the analyst page and sign in with ``token``."""
     page.goto(f"{server.url}/")
     page.fill("#token", token)
     page.click("#sign-in")
     page.wait_for_selector("#workspace", state="visible")
+
+
+def test_analyst_signs_in_runs_a_query_and_sees_the_apis_numbers(
+    page: Any, server: Server, shots: Path
+) -> None:
+    token = new_analyst(server.url, "bea", "approx:1,1e-6")
+    sign_in(page, server, token)
     assert page.text_content("#who") == "bea"
 
     page.select_option("#dataset", "people")
@@ -196,10 +201,7 @@ def test_selections_and_quantiles_from_the_form(page: Any, server: Server) -> No
     exactly the fields of that kind (an extra field would be refused), and the page's table is
     the API's rows, with no bars (a rank or a rank error is not a value with an interval)."""
     token = new_analyst(server.url, "cleo", "approx:10,1e-6")
-    page.goto(f"{server.url}/")
-    page.fill("#token", token)
-    page.click("#sign-in")
-    page.wait_for_selector("#workspace", state="visible")
+    sign_in(page, server, token)
     page.select_option("#dataset", "people")
     page.fill("#privacy", "pure:1")
 
@@ -320,10 +322,7 @@ def test_sign_out_forgets_the_analysts_page_and_keys_follow_their_column(
     column); a value left in a hidden field (q = 1.5) blocked Run without a word."""
     first = new_analyst(server.url, "dee", "approx:1,1e-6")
     second = new_analyst(server.url, "eli", "approx:1,1e-6")
-    page.goto(f"{server.url}/")
-    page.fill("#token", first)
-    page.click("#sign-in")
-    page.wait_for_selector("#workspace", state="visible")
+    sign_in(page, server, first)
     page.select_option("#dataset", "people")
     page.select_option("#query", "quantile")
     page.fill("#q", "1.5")  # out of range, then hidden by the next choice
