@@ -1263,6 +1263,19 @@ def matched_comparison(queries: list[DemoQuery], session: Any, peers: list[Syste
     )
 
 
+def ratios_at(queries: list[DemoQuery], t: float, best: dict[str, System]) -> dict[str, float]:
+    """Each count's E|err| with its discrete Laplace at scale t (the demo's pure-ε share), over
+    the best peer's for that count."""
+    out = {}
+    labels = {"count": COUNTS[0], "mean": COUNTS[1], "partition": COUNTS[2]}
+    for q in queries:
+        if q.kind in labels:
+            label = labels[q.kind]
+            share = t * q.epsilon / (2.0 if q.kind == "mean" else 1.0)
+            out[label] = e_abs_discrete_laplace(q.l1 / share) / best[label].counts[label].e_abs
+    return out
+
+
 def main() -> None:
     import argparse
 
@@ -1356,12 +1369,7 @@ def main() -> None:
     )
     matched_verdict = matched_comparison(queries, session, peers)
     t_max = ceiling(queries)
-    floor = {}
-    for q in queries:
-        if q.kind in ("count", "mean", "partition"):
-            label = {"count": COUNTS[0], "mean": COUNTS[1], "partition": COUNTS[2]}[q.kind]
-            share = t_max * q.epsilon / (2.0 if q.kind == "mean" else 1.0)
-            floor[label] = e_abs_discrete_laplace(q.l1 / share) / best[label].counts[label].e_abs
+    floor = ratios_at(queries, t_max, best)
     print(
         f"\nCeiling: with both selections free and the routes' threshold δ ignored, the count "
         f"queries' own discrete-Laplace noise (the demo's pure-ε shares; exact PLDs by "
@@ -1372,12 +1380,7 @@ def main() -> None:
         + " against the best peers above."
     )
     t_low, at_sharp = scaled_alike_bound(queries, session, sharp.t)
-    bound = {}
-    for q in queries:
-        if q.kind in ("count", "mean", "partition"):
-            label = {"count": COUNTS[0], "mean": COUNTS[1], "partition": COUNTS[2]}[q.kind]
-            share = t_low * q.epsilon / (2.0 if q.kind == "mean" else 1.0)
-            bound[label] = e_abs_discrete_laplace(q.l1 / share) / best[label].counts[label].e_abs
+    bound = ratios_at(queries, t_low, best)
     reachable = all(r <= TARGET_RATIO for r in bound.values())
     print(
         f"\nLower bound, every query scaled alike: a lower bound on the demo's composition at "
