@@ -6,9 +6,11 @@ returns the value normalised to a Python ``float``/``int`` so frozen types store
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import operator
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
@@ -142,9 +144,20 @@ def json_unique(text: str | bytes, **options: Any) -> Any:
         InvalidParameter: a repeated key (named), or nesting too deep to read.
         json.JSONDecodeError: the text is not JSON.
     """
-    import json
-
     try:
         return json.loads(text, object_pairs_hook=_unique_keys, **options)
     except RecursionError:  # (nesting beyond the interpreter's recursion limit)
         raise InvalidParameter("JSON nested too deeply") from None
+
+
+def file_path(name: str, text: str) -> str:
+    """``text`` if it can name a file here; else InvalidParameter naming ``name`` (the OS raises
+    ValueError for a NUL and UnicodeEncodeError for what the file system's encoding cannot
+    hold, wherever the path is first used)."""
+    if "\x00" in text:
+        raise InvalidParameter(f"{name} contains a NUL character: {text!r}")
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as err:
+        raise InvalidParameter(f"{name} {text!r} cannot be a file name here: {err}") from None
+    return text

@@ -39,6 +39,8 @@ def test_a_config_is_read_into_frozen_dataclasses(tmp_path: Path) -> None:
         ('[datasets.people2]\nexample = "titanic"\nprivacy_unit = "p"', "example must be one of"),
         ('[datasets.x]\nexample = "flights"\nprivacy_unit = "p"\nengine = "oracle"', "engine"),
         ('[datasets.x]\nexample = "flights"\nprivacy_unit = "p"\nmax_rows = 0', "max_rows"),
+        # a NUL in a path raised ValueError while the config was being checked
+        ('[service]\nstate = "a\\u0000b.sqlite"', "NUL character"),
     ],
 )
 def test_a_bad_config_names_the_key(tmp_path: Path, extra: str, message: str) -> None:

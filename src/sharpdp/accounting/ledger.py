@@ -1136,18 +1136,11 @@ def _initialise(conn: sqlite3.Connection) -> None:
 
 
 def _file_path(path: str | os.PathLike[str]) -> str:
-    """``path`` as a file-system path, or InvalidParameter (not the OS's ValueError or
-    UnicodeEncodeError, raised later by whatever touches the file first)."""
+    """``path`` as a file-system path, or InvalidParameter (:func:`_validate.file_path`)."""
     text = os.fspath(path)
     if not isinstance(text, str):
         raise InvalidParameter(f"path must be a text path, got {path!r}")
-    if "\x00" in text:
-        raise InvalidParameter(f"path contains a NUL character: {path!r}")
-    try:
-        os.fsencode(text)
-    except UnicodeEncodeError as err:
-        raise InvalidParameter(f"path {path!r} cannot be a file name here: {err}") from None
-    return text
+    return _validate.file_path("path", text)
 
 
 def _create_file(path: str) -> None:

@@ -40,6 +40,7 @@ import sharpdp as sdp
 
 __all__ = [
     "GUARANTEES",
+    "NUMBER",
     "Digits",
     "ItemKind",
     "app",
@@ -158,7 +159,7 @@ GUARANTEES: dict[str, tuple[type[sdp.Guarantee], tuple[str, ...]]] = {
 
 
 #: A decimal number as written in ASCII (``1``, ``-0.5``, ``1e-6``, ``.5``, ``inf``); not ``1_0``.
-_NUMBER = re.compile(
+NUMBER = re.compile(
     r"[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)", re.ASCII | re.I
 )
 
@@ -168,7 +169,7 @@ def parse_number(text: str, name: str, integer: bool, where: str) -> float | int
     and ``name`` for anything else, NaN included."""
     if text.strip().lower() == "nan":
         raise typer.BadParameter(f"{where}: {name} must be a number, got NaN")
-    if not _NUMBER.fullmatch(text.strip()):  # float() would also take "1_0" and non-ASCII digits
+    if not NUMBER.fullmatch(text.strip()):  # float() would also take "1_0" and non-ASCII digits
         raise typer.BadParameter(f"{where}: {name} must be a number, got {text!r}")
     value = float(text)
     if math.isnan(value):

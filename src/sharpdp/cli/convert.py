@@ -16,7 +16,7 @@ from rich.table import Table
 import sharpdp as sdp
 from sharpdp import conversions
 from sharpdp._format import upper
-from sharpdp.cli._common import Digits, app, console, emit_json, parse_item, parse_number
+from sharpdp.cli._common import NUMBER, Digits, app, console, emit_json, parse_item, parse_number
 
 __all__ = ["SOURCES", "TARGETS", "convert"]
 
@@ -67,18 +67,10 @@ TARGETS: dict[str, type[sdp.Guarantee]] = {
 }
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _source(kind: str, values: list[str]) -> sdp.Guarantee:
     # unknown options reach the values (a value may start with "-": `convert pure -1`)
     for v in values:
-        if v.startswith("-") and not _is_number(v.partition(",")[0]):
+        if v.startswith("-") and not NUMBER.fullmatch(v.partition(",")[0]):
             hint = " (sharpdp's own options, as --debug, go before the command)" * (
                 v in ("--debug", "--version")
             )

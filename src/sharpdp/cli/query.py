@@ -36,7 +36,7 @@ from rich.table import Table
 import sharpdp as sdp
 from sharpdp._format import upper
 from sharpdp.cli._common import (
-    _NUMBER,
+    NUMBER,
     Digits,
     app,
     console,
@@ -78,7 +78,7 @@ class Clamp(StrEnum):
 def _floats(text: str, option: str, n: int) -> tuple[float, ...]:
     # ASCII numbers only (float() also takes "1_0" and other scripts' digits: a typo as a value)
     parts = text.split(",")
-    if len(parts) != n or not all(_NUMBER.fullmatch(v.strip()) for v in parts):
+    if len(parts) != n or not all(NUMBER.fullmatch(v.strip()) for v in parts):
         raise typer.BadParameter(f"{option}: {text!r} is not {n} comma-separated numbers")
     values = tuple(float(v) for v in parts)
     if any(math.isnan(v) for v in values):

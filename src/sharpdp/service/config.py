@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sharpdp._validate import file_path
 from sharpdp.accounting.ledger import is_postgres_url
 from sharpdp.errors import InvalidParameter
 
@@ -145,12 +146,7 @@ def _positive_int(table: dict[str, Any], key: str, where: str, default: int) -> 
 
 
 def _path(text: str, base: Path) -> Path:
-    if "\x00" in text:  # (os raises ValueError for it wherever the path is first used)
-        raise InvalidParameter(f"config: a path contains a NUL character: {text!r}")
-    try:
-        os.fsencode(text)
-    except UnicodeEncodeError as err:
-        raise InvalidParameter(f"config: path {text!r} cannot be a file name here: {err}") from None
+    file_path("config: a path", text)
     p = Path(os.path.expanduser(text))
     return p if p.is_absolute() else (base / p)
 
